@@ -1,0 +1,616 @@
+// Host backend prelude: runs HIP-dialect kernels on the CPU with GPU block semantics.
+// Force-included (-include) ahead of every kernel source by the engine's host compiler.
+//
+// One block runs on one OS thread at a time. Its threads run on "workers": fibers that
+// run threads one after another as a plain loop; a new worker is forked only when the
+// running thread blocks at a barrier or a warp op. So a kernel that never synchronises
+// costs two fiber switches per block, and one that does costs one switch per thread per
+// sync op. The measured design and its pitfalls: shared/notes/host-simt.md.
+#pragma once
+#include <cstdint>
+#include <cstddef>
+#include <cstring>
+#include <cstdio>
+#include <cstdarg>
+#include <cstdlib>
+#include <cmath>
+#include <atomic>
+#include <utility>
+#include <tuple>
+#include <type_traits>
+#include <sys/mman.h>
+#include <dlfcn.h>
+#include <link.h>
+
+#ifndef SIMT_WARP
+#define SIMT_WARP 32
+#endif
+#ifndef SIMT_MAX_THREADS
+#define SIMT_MAX_THREADS 1024
+#endif
+#ifndef SIMT_STACK                  // per fiber, a power of two, one guard page included
+#define SIMT_STACK (256 * 1024)
+#endif
+#ifndef SIMT_DYNAMIC_SHARED_MAX
+#define SIMT_DYNAMIC_SHARED_MAX (64 * 1024)
+#endif
+#define SIMT_MESSAGE_BYTES 512
+
+// ---------------------------------------------------------------- dialect
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+// At block scope thread_local implies static. One block owns an OS thread while it
+// runs, so the variable is per block. `extern __shared__ T x[];` becomes an undefined
+// TLS symbol that the engine renames (objcopy --redefine-sym) to the pool below.
+#define __shared__ thread_local
+
+struct uint3 { unsigned x, y, z; };
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+  constexpr dim3(uint3 u) : x(u.x), y(u.y), z(u.z) {}
+};
+static constexpr int warpSize = SIMT_WARP;
+extern "C" {
+thread_local __attribute__((aligned(64), visibility("hidden"))) unsigned char __simt_dynamic_shared[SIMT_DYNAMIC_SHARED_MAX];
+// `extern thread_local` uses may call a weak TLS-init hook _ZTH<name>; the engine points
+// those at this no-op (g++ alone can drop them with -fno-extern-tls-init).
+__attribute__((visibility("hidden"), used)) void __simt_tls_noop() {}
+}
+
+// ---------------------------------------------------------------- math subset
+static __forceinline__ unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
+static __forceinline__ float __uint_as_float(unsigned u) { return __builtin_bit_cast(float, u); }
+static __forceinline__ int __float_as_int(float f) { return __builtin_bit_cast(int, f); }
+static __forceinline__ float __int_as_float(int u) { return __builtin_bit_cast(float, u); }
+// glibc declares __expf, __logf, ... itself (extern "C"), so device intrinsics are renamed by macro.
+static __forceinline__ float simt_expf(float x) { return expf(x); }
+#define __expf simt_expf
+static __forceinline__ float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static __forceinline__ int min(int a, int b) { return a < b ? a : b; }
+static __forceinline__ int max(int a, int b) { return a > b ? a : b; }
+static __forceinline__ unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+static __forceinline__ unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+static __forceinline__ long long min(long long a, long long b) { return a < b ? a : b; }
+static __forceinline__ long long max(long long a, long long b) { return a > b ? a : b; }
+static __forceinline__ float min(float a, float b) { return fminf(a, b); }
+static __forceinline__ float max(float a, float b) { return fmaxf(a, b); }
+
+// ---------------------------------------------------------------- atomics (relaxed, as GPU atomics are)
+template <class T> static __forceinline__ T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v, std::memory_order_relaxed); }
+template <class T> static __forceinline__ T atomicSub(T* p, T v) { return std::atomic_ref<T>(*p).fetch_sub(v, std::memory_order_relaxed); }
+template <class T> static __forceinline__ T atomicExch(T* p, T v) { return std::atomic_ref<T>(*p).exchange(v, std::memory_order_relaxed); }
+template <class T> static __forceinline__ T atomicCAS(T* p, T compare, T v) { std::atomic_ref<T>(*p).compare_exchange_strong(compare, v, std::memory_order_relaxed); return compare; }
+template <class T> static __forceinline__ T atomicMax(T* p, T v) { std::atomic_ref<T> a(*p); T o = a.load(std::memory_order_relaxed); while (o < v && !a.compare_exchange_weak(o, v, std::memory_order_relaxed)) {} return o; }
+template <class T> static __forceinline__ T atomicMin(T* p, T v) { std::atomic_ref<T> a(*p); T o = a.load(std::memory_order_relaxed); while (v < o && !a.compare_exchange_weak(o, v, std::memory_order_relaxed)) {} return o; }
+static __forceinline__ void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+static __forceinline__ void __threadfence_block() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+
+// ---------------------------------------------------------------- context switch
+extern "C" void __simt_swap(void** save_sp, void* new_sp);
+extern "C" void __simt_trampoline();
+// Saves the callee-saved registers on the old stack, switches rsp, restores, and
+// returns with pop+jmp: a plain `ret` onto another stack mispredicts every time.
+// MXCSR and the x87 control word are not switched: all fibers share one FP environment.
+asm(R"(
+.text
+.globl __simt_swap
+.hidden __simt_swap
+.type __simt_swap,@function
+__simt_swap:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  popq %rcx
+  jmpq *%rcx
+.size __simt_swap,.-__simt_swap
+.globl __simt_trampoline
+.hidden __simt_trampoline
+.type __simt_trampoline,@function
+__simt_trampoline:
+  .cfi_startproc
+  .cfi_undefined rip
+  movq %r12, %rdi
+  callq *%r13
+  ud2
+  .cfi_endproc
+.size __simt_trampoline,.-__simt_trampoline
+)");
+
+// ---------------------------------------------------------------- launch ABI (mirrored in src/backend/host/runtime.rs)
+struct simt_config {
+  unsigned grid[3], block[3];
+  unsigned long long dynamic_shared;
+  unsigned long long* next_block;   // shared by every OS thread of the launch
+  int* abort_flag;                  // shared: set by the first block that fails
+  int shared_poison;                // 0: off; 0x100 | b: fill all shared memory with byte b before each block
+  int wake_reverse;                 // 1: release barrier waiters in reverse arrival order
+  const unsigned* block_order;      // null: blocks in linear order; else a permutation of 0..blocks-1
+};
+struct simt_result {
+  int code;                         // 0 ok, 1 kernel error (message), 2 bad launch
+  char message[SIMT_MESSAGE_BYTES];
+  unsigned long long blocks, switches, inactive_reads;
+  unsigned stacks;
+};
+
+namespace simt {
+enum { WARP = SIMT_WARP, MAX_THREADS = SIMT_MAX_THREADS, MAX_WARPS = MAX_THREADS / WARP };
+using lanemask = std::conditional_t<(WARP > 32), uint64_t, uint32_t>;
+struct Scheduler;
+
+// Lives at the top of its own stack. Stacks are SIMT_STACK-aligned, so the running
+// fiber finds its header from %rsp with one OR: kernel code touches no TLS for threadIdx.
+struct Fiber {
+  uint3 thread_index;    // threadIdx of the thread this worker runs now
+  uint3 block_index, block_dim, grid_dim;
+  void* sp;              // saved stack pointer while suspended
+  Scheduler* scheduler;
+  Fiber* next_free;
+  unsigned alive_slot;   // index in Block::alive
+};
+// Power-of-two-aligned stack tops all map to the same cache sets; shifting each header
+// down by a per-region colour (17 lines x region mod 64) spreads 64 fibers over the sets.
+static __forceinline__ uintptr_t colour_of(uintptr_t top) { return ((top / SIMT_STACK) & 63) * (17 * 64); }
+static __forceinline__ Fiber* self() {
+  uintptr_t sp; asm("movq %%rsp, %0" : "=r"(sp));   // not volatile: hoisting is fine, a fiber never changes stack
+  uintptr_t top = (sp | (uintptr_t)(SIMT_STACK - 1)) + 1;
+  return (Fiber*)(top - colour_of(top) - sizeof(Fiber));
+}
+
+struct Warp {
+  lanemask lanes;        // lanes that exist in this block
+  lanemask arrived;      // lanes waiting at the pending op
+  lanemask valid[2];     // lanes whose value sits in exchange[p]
+  unsigned parity, waiting;
+  const char* file; int line;
+  Fiber* waiters[WARP];
+  alignas(16) unsigned char exchange[2][WARP][16];
+};
+
+struct Kernel;
+
+struct Block {
+  const Kernel* kernel; void** args;
+  uint3 block_index, block_dim, grid_dim;
+  unsigned threads;      // threads per block
+  unsigned started;      // threads handed out (exact whenever `runner` is null)
+  Fiber* runner;         // worker whose private counter is ahead of `started`, or null
+  unsigned alive_count; Fiber* alive[MAX_THREADS];   // workers in the middle of a thread
+  unsigned barrier_waiting; const char* barrier_file; int barrier_line; Fiber* barrier_waiters[MAX_THREADS];
+  Fiber* ready[MAX_THREADS + 1]; unsigned ready_head, ready_tail;
+  int wake_reverse;
+  int error; char message[SIMT_MESSAGE_BYTES - 64];
+  unsigned long long switches, inactive_reads;
+  unsigned warp_count; Warp warps[MAX_WARPS];
+};
+
+struct Scheduler {       // one per OS thread per module, never freed (worker threads are persistent)
+  void* main_sp;
+  unsigned char* tls_base; size_t tls_size;   // this module's TLS block, for poisoning
+  Fiber* free_list;
+  unsigned stacks;
+  Block block;
+};
+static thread_local Scheduler* tls_scheduler;
+
+struct Kernel {
+  void (*loop)(Block&);
+  unsigned parameter_count; unsigned parameter_sizes[32];
+};
+
+static void fail(Block& b, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+__attribute__((noinline, cold)) static void fail(Block& b, const char* fmt, ...) {
+  if (b.error) return;
+  b.error = 1;
+  va_list ap; va_start(ap, fmt); vsnprintf(b.message, sizeof b.message, fmt, ap); va_end(ap);
+}
+
+static inline unsigned linear_thread(const Block& b, const Fiber* f) {
+  return f->thread_index.x + b.block_dim.x * (f->thread_index.y + b.block_dim.y * f->thread_index.z);
+}
+
+[[noreturn]] static void worker_main(void*);
+
+static Fiber* new_worker(Scheduler* s) {
+  Block& b = s->block;
+  Fiber* f = s->free_list;
+  if (f) s->free_list = f->next_free;
+  else {
+    // A chunk of SIMT_STACK-aligned regions: [guard page][stack, grows down][Fiber]
+    const size_t size = SIMT_STACK, count = 32;
+    char* raw = (char*)mmap(nullptr, (count + 1) * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return nullptr;
+    char* base = (char*)(((uintptr_t)raw + size - 1) & ~(uintptr_t)(size - 1));
+    if (base > raw) munmap(raw, base - raw);
+    if (raw + size > base) munmap(base + count * size, raw + size - base);
+    for (size_t i = 0; i < count; i++) {
+      mprotect(base + i * size, 4096, PROT_NONE);   // guard page: an overflow faults instead of corrupting
+      uintptr_t top = (uintptr_t)(base + (i + 1) * size);
+      Fiber* g = (Fiber*)(top - colour_of(top) - sizeof(Fiber));
+      g->scheduler = s; g->next_free = s->free_list; s->free_list = g;
+    }
+    s->stacks += count;
+    f = s->free_list; s->free_list = f->next_free;
+  }
+  f->block_index = b.block_index; f->block_dim = b.block_dim; f->grid_dim = b.grid_dim; f->thread_index = uint3{0, 0, 0};
+  uintptr_t top = ((uintptr_t)f - 64) & ~(uintptr_t)15;
+  void** sp = (void**)top;
+  *--sp = (void*)__simt_trampoline;                 // popped and jumped to; rsp == top (16-aligned) after
+  *--sp = nullptr; *--sp = nullptr;                 // rbp rbx
+  *--sp = (void*)s;                                 // r12 -> rdi
+  *--sp = (void*)worker_main;                       // r13
+  *--sp = nullptr; *--sp = nullptr;                 // r14 r15
+  f->sp = sp;
+  f->alive_slot = b.alive_count; b.alive[b.alive_count++] = f;
+  return f;
+}
+
+static inline void make_ready(Block& b, Fiber* f) { b.ready[b.ready_tail] = f; b.ready_tail = (b.ready_tail + 1) % (MAX_THREADS + 1); }
+
+static void warp_release(Block& b, Warp& w, Fiber* keep_running) {
+  for (unsigned i = 0; i < w.waiting; i++) {
+    unsigned k = b.wake_reverse ? w.waiting - 1 - i : i;
+    if (w.waiters[k] != keep_running) make_ready(b, w.waiters[k]);
+  }
+  w.waiting = 0; w.arrived = 0;
+  w.parity ^= 1; w.valid[w.parity] = 0;
+}
+
+// Nothing is runnable: pending warp ops whose missing lanes have all exited can now
+// complete (exited lanes are inactive). Returns true if anything was released.
+__attribute__((noinline)) static bool resolve_stuck(Block& b) {
+  lanemask alive[MAX_WARPS] = {};
+  for (unsigned i = 0; i < b.alive_count; i++) { unsigned t = linear_thread(b, b.alive[i]); alive[t / WARP] |= lanemask(1) << (t % WARP); }
+  bool any = false;
+  for (unsigned wi = 0; wi < b.warp_count; wi++) {
+    Warp& w = b.warps[wi];
+    if (!w.waiting) continue;
+    lanemask started = 0;
+    unsigned low = wi * WARP;
+    if (b.started > low) started = (b.started - low >= (unsigned)WARP) ? ~lanemask(0) : ((lanemask(1) << (b.started - low)) - 1);
+    lanemask need = w.lanes & ~(started & ~alive[wi]);   // exited lanes are not waited for
+    if ((w.arrived & need) == need) { warp_release(b, w, nullptr); any = true; }
+  }
+  return any;
+}
+
+// Next fiber to run: a released waiter, else a fresh worker for unstarted threads,
+// else nullptr (the scheduler's own stack: block done, error, or nothing runnable).
+static Fiber* pick_next(Scheduler* s) {
+  Block& b = s->block;
+  if (b.error) return nullptr;
+  for (;;) {
+    if (b.ready_head != b.ready_tail) { Fiber* f = b.ready[b.ready_head]; b.ready_head = (b.ready_head + 1) % (MAX_THREADS + 1); return f; }
+    if (b.started < b.threads) { Fiber* f = new_worker(s); if (!f) fail(b, "out of memory for fiber stacks"); return f; }
+    if (!resolve_stuck(b)) return nullptr;
+  }
+}
+
+// from == nullptr: we are the scheduler's own stack, or (dying) a worker that never
+// comes back. to == nullptr: go to the scheduler's stack.
+static inline void switch_to(Scheduler* s, Fiber* from, bool dying, Fiber* to) {
+  s->block.switches++;
+  void* dead;
+  __simt_swap(from ? &from->sp : dying ? &dead : &s->main_sp, to ? to->sp : s->main_sp);
+}
+static inline void block_wait(Scheduler* s, Fiber* me) {
+  Fiber* next = pick_next(s);
+  if (next != me) switch_to(s, me, false, next);
+}
+// Called first by every sync op: publish the running worker's private thread counter.
+static inline void flush(Block& b, Fiber* me) {
+  if (b.runner == me) { b.started = linear_thread(b, me) + 1; b.runner = nullptr; }
+}
+
+[[noreturn]] static void worker_main(void* arg) {
+  Scheduler* s = (Scheduler*)arg;
+  Block& b = s->block;
+  Fiber* me = self();
+  b.kernel->loop(b);
+  // No thread left to start: leave for good. The stack goes back to the free list before
+  // the switch; pick_next cannot hand out a new worker now (every thread has started).
+  Fiber* last = b.alive[--b.alive_count]; last->alive_slot = me->alive_slot; b.alive[me->alive_slot] = last;
+  Fiber* next = pick_next(s);
+  me->next_free = s->free_list; s->free_list = me;
+  switch_to(s, nullptr, true, next);
+  __builtin_unreachable();
+}
+
+// A kernel error (trap, divergence): record it and leave the block for good.
+[[noreturn]] __attribute__((noinline, cold)) static void abandon_block(Scheduler* s, Fiber* me) {
+  switch_to(s, me, false, nullptr);
+  __builtin_unreachable();
+}
+
+// ---------------------------------------------------------------- block barrier
+__attribute__((noinline)) static void syncthreads(const char* file, int line) {
+  Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
+  flush(b, me);
+  unsigned exited = b.started - b.alive_count;
+  if (exited)
+    fail(b, "divergent barrier: thread %u reached %s:%d but %u thread(s) already exited", linear_thread(b, me), file, line, exited);
+  else if (b.barrier_waiting && (b.barrier_line != line || (b.barrier_file != file && strcmp(b.barrier_file, file) != 0)))
+    fail(b, "divergent barrier: thread %u at %s:%d while %u thread(s) wait at %s:%d", linear_thread(b, me), file, line,
+         b.barrier_waiting, b.barrier_file, b.barrier_line);
+  if (b.error) abandon_block(s, me);
+  if (b.barrier_waiting == 0) { b.barrier_file = file; b.barrier_line = line; }
+  b.barrier_waiters[b.barrier_waiting++] = me;
+  if (b.barrier_waiting == b.threads) {   // last to arrive: release the others, keep running
+    for (unsigned i = 0; i + 1 < b.barrier_waiting; i++) {
+      unsigned k = b.wake_reverse ? b.barrier_waiting - 2 - i : i;
+      make_ready(b, b.barrier_waiters[k]);
+    }
+    b.barrier_waiting = 0;
+    return;
+  }
+  block_wait(s, me);
+}
+
+__attribute__((noinline, cold)) static void trap(const char* file, int line) {
+  Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
+  flush(b, me);
+  fail(b, "trap: thread %u executed __trap() at %s:%d", linear_thread(b, me), file, line);
+  abandon_block(s, me);
+}
+
+// ---------------------------------------------------------------- warp ops
+// Each lane writes its value into exchange[parity][lane], waits for the warp (a
+// warp-level barrier), then reads the source lane's slot. Two buffers make one barrier
+// per op enough: buffer p is rewritten only after every lane has arrived at the next op.
+template <class T>
+__attribute__((noinline)) static unsigned warp_exchange(T v, const char* file, int line, Warp*& warp_out, unsigned& lane_out) {
+  static_assert(sizeof(T) <= 16 && std::is_trivially_copyable_v<T>, "shuffle type");
+  Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
+  flush(b, me);
+  unsigned t = linear_thread(b, me);
+  Warp& w = b.warps[t / WARP]; unsigned lane = t % WARP;
+  unsigned p = w.parity;
+  if (w.waiting && (w.line != line || (w.file != file && strcmp(w.file, file) != 0))) {
+    fail(b, "divergent warp op: lane %u of warp %u at %s:%d while %u lane(s) wait at %s:%d", lane, t / WARP, file, line, w.waiting, w.file, w.line);
+    abandon_block(s, me);
+  }
+  if (w.waiting == 0) { w.file = file; w.line = line; }
+  memcpy(w.exchange[p][lane], &v, sizeof(T));
+  w.valid[p] |= lanemask(1) << lane;
+  w.waiters[w.waiting++] = me;
+  w.arrived |= lanemask(1) << lane;
+  if (w.arrived == w.lanes) warp_release(b, w, me);   // the whole warp is here
+  else block_wait(s, me);                             // or the rest exited: resolve_stuck
+  warp_out = &w; lane_out = lane;
+  return p;
+}
+template <class T>
+static inline T warp_read(Warp& w, unsigned p, unsigned source, T own) {
+  if (source >= (unsigned)WARP || !((w.valid[p] >> source) & 1)) { self()->scheduler->block.inactive_reads++; return own; }
+  T r; memcpy(&r, w.exchange[p][source], sizeof(T)); return r;
+}
+}  // namespace simt
+
+// HIP semantics (amd_warp_functions.h); width is a power of two <= warpSize.
+#define SIMT_SITE const char* f = __builtin_FILE(), int l = __builtin_LINE()
+template <class T> static inline T __shfl_xor(T v, int mask, int width = warpSize, SIMT_SITE) {
+  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(v, f, l, w, lane);
+  unsigned source = lane ^ (unsigned)mask;
+  if ((source & ~(unsigned)(width - 1)) != (lane & ~(unsigned)(width - 1))) source = lane;   // outside its own segment
+  return simt::warp_read(*w, p, source, v);
+}
+template <class T> static inline T __shfl_down(T v, unsigned delta, int width = warpSize, SIMT_SITE) {
+  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(v, f, l, w, lane);
+  unsigned source = ((lane & (width - 1)) + delta >= (unsigned)width) ? lane : lane + delta;
+  return simt::warp_read(*w, p, source, v);
+}
+template <class T> static inline T __shfl_up(T v, unsigned delta, int width = warpSize, SIMT_SITE) {
+  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(v, f, l, w, lane);
+  unsigned source = ((int)(lane & (width - 1)) - (int)delta < 0) ? lane : lane - delta;
+  return simt::warp_read(*w, p, source, v);
+}
+template <class T> static inline T __shfl(T v, int source_lane, int width = warpSize, SIMT_SITE) {
+  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(v, f, l, w, lane);
+  unsigned source = (lane & ~(unsigned)(width - 1)) + ((unsigned)source_lane & (width - 1));
+  return simt::warp_read(*w, p, source, v);
+}
+static inline unsigned long long __ballot(int predicate, SIMT_SITE) {
+  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(predicate, f, l, w, lane);
+  unsigned long long r = 0;
+  for (unsigned i = 0; i < (unsigned)simt::WARP; i++)
+    if ((w->valid[p] >> i) & 1) { int x; memcpy(&x, w->exchange[p][i], sizeof x); if (x) r |= 1ull << i; }
+  return r;
+}
+static inline int __any(int predicate, SIMT_SITE) { return __ballot(predicate, f, l) != 0; }
+static inline int __all(int predicate, SIMT_SITE) { return __ballot(!predicate, f, l) == 0; }   // over the active lanes
+static inline void __syncthreads(SIMT_SITE) { simt::syncthreads(f, l); }
+[[noreturn]] static inline void __trap(SIMT_SITE) { simt::trap(f, l); __builtin_unreachable(); }
+// CUDA-style _sync variants: the mask is accepted, but the whole live warp is waited for
+// (a narrower mask on a divergent path shows up as a divergent warp op).
+template <class T> static inline T __shfl_xor_sync(unsigned long long, T v, int m, int w = warpSize, SIMT_SITE) { return __shfl_xor(v, m, w, f, l); }
+template <class T> static inline T __shfl_down_sync(unsigned long long, T v, unsigned d, int w = warpSize, SIMT_SITE) { return __shfl_down(v, d, w, f, l); }
+template <class T> static inline T __shfl_sync(unsigned long long, T v, int s, int w = warpSize, SIMT_SITE) { return __shfl(v, s, w, f, l); }
+
+namespace simt {
+// The per-kernel worker loop. Parameters are unpacked once per worker (each call still
+// gets its own by-value copy); the kernel is a template argument, so it is inlined.
+template <auto F, class Parameters, size_t... I>
+__attribute__((flatten)) static void loop_impl(Block& b, std::index_sequence<I...>) {
+  Parameters params{*static_cast<std::tuple_element_t<I, Parameters>*>(b.args[I])...};
+  Fiber* me = self();
+  const unsigned n = b.threads;
+  b.runner = me;
+  unsigned t = b.started;
+  if (b.block_dim.y == 1 && b.block_dim.z == 1) {
+    while (t < n) {
+      me->thread_index.x = t;
+      F(std::get<I>(params)...);
+      if (__builtin_expect(b.runner == me, 1)) t++;   // did not block: keep counting privately
+      else { t = b.started; b.runner = me; }          // blocked meanwhile: others may have started threads
+    }
+  } else {
+    const unsigned bx = b.block_dim.x, by = b.block_dim.y;
+    while (t < n) {
+      me->thread_index = uint3{t % bx, (t / bx) % by, t / (bx * by)};
+      F(std::get<I>(params)...);
+      if (__builtin_expect(b.runner == me, 1)) t++;
+      else { t = b.started; b.runner = me; }
+    }
+  }
+  b.started = n; b.runner = nullptr;
+}
+template <class... P> static std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...> parameter_tuple(void (*)(P...));
+template <auto F> static void loop(Block& b) {
+  using Parameters = decltype(parameter_tuple(F));
+  loop_impl<F, Parameters>(b, std::make_index_sequence<std::tuple_size_v<Parameters>>{});
+}
+template <class... P> static constexpr Kernel describe(void (*)(P...), void (*run)(Block&)) {
+  return Kernel{run, sizeof...(P), {unsigned(sizeof(std::remove_reference_t<P>))...}};
+}
+
+static int run_block(Scheduler* s) {
+  Block& b = s->block;
+  b.started = 0; b.runner = nullptr; b.alive_count = 0; b.barrier_waiting = 0; b.error = 0; b.message[0] = 0;
+  b.ready_head = b.ready_tail = 0;
+  b.warp_count = (b.threads + WARP - 1) / WARP;
+  for (unsigned i = 0; i < b.warp_count; i++) {
+    Warp& w = b.warps[i];
+    unsigned count = (b.threads - i * WARP) < (unsigned)WARP ? (b.threads - i * WARP) : (unsigned)WARP;
+    w.lanes = count == (unsigned)WARP ? ~lanemask(0) : ((lanemask(1) << count) - 1);
+    w.arrived = w.valid[0] = w.valid[1] = 0; w.parity = 0; w.waiting = 0;
+  }
+  Fiber* first = new_worker(s);
+  if (!first) { fail(b, "out of memory for fiber stacks"); return 1; }
+  switch_to(s, nullptr, false, first);
+  // Back on the OS thread's own stack: done, error, or nothing runnable (deadlock).
+  if (!b.error && b.alive_count) {
+    unsigned exited = b.started - b.alive_count;
+    int wi = -1;
+    for (unsigned i = 0; i < b.warp_count; i++) if (b.warps[i].waiting) { wi = i; break; }
+    if (b.barrier_waiting && exited)
+      fail(b, "divergent barrier: %u thread(s) wait at %s:%d, %u thread(s) exited without reaching it", b.barrier_waiting,
+           b.barrier_file, b.barrier_line, exited);
+    else
+      fail(b, "deadlock (divergent sync): %u thread(s) at barrier %s:%d; warp %d waits at %s:%d; %u exited", b.barrier_waiting,
+           b.barrier_waiting ? b.barrier_file : "-", b.barrier_waiting ? b.barrier_line : 0, wi, wi >= 0 ? b.warps[wi].file : "-",
+           wi >= 0 ? b.warps[wi].line : 0, exited);
+  }
+  if (b.error) {   // abandon the suspended fibers: their stacks go back to the pool
+    for (unsigned i = 0; i < b.alive_count; i++) { b.alive[i]->next_free = s->free_list; s->free_list = b.alive[i]; }
+    b.alive_count = 0;
+    return 1;
+  }
+  return 0;
+}
+
+// This module's TLS block for the calling thread: its __shared__ variables, the dynamic
+// pool and tls_scheduler. Found with dlinfo(RTLD_DI_TLS_DATA) and PT_TLS p_memsz.
+struct TlsExtent { unsigned char* base; size_t size; };
+static int tls_phdr_callback(dl_phdr_info* info, size_t, void* data) {
+  auto* want = (std::pair<uintptr_t, size_t>*)data;
+  if (info->dlpi_addr != want->first) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) if (info->dlpi_phdr[i].p_type == PT_TLS) want->second = info->dlpi_phdr[i].p_memsz;
+  return 1;
+}
+static TlsExtent tls_extent() {
+  Dl_info info; dladdr((void*)&tls_extent, &info);
+  void* handle = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+  void* p = nullptr; if (handle) { dlinfo(handle, RTLD_DI_TLS_DATA, &p); dlclose(handle); }
+  std::pair<uintptr_t, size_t> want{(uintptr_t)info.dli_fbase, 0};
+  dl_iterate_phdr(tls_phdr_callback, &want);
+  return TlsExtent{(unsigned char*)p, p ? want.second : 0};
+}
+// Poisons this block's shared memory: static __shared__ and the first dynamic bytes of the pool.
+static void poison_shared(const TlsExtent& e, int byte, size_t dynamic) {
+  // tls_scheduler never has its address taken, so the compiler may assume the memset cannot
+  // touch it and drop the restore: launder the address through an asm.
+  Scheduler** slot = &tls_scheduler;
+  asm volatile("" : "+r"(slot) : : "memory");
+  Scheduler* keep = *slot;
+  unsigned char* pool = __simt_dynamic_shared;
+  unsigned char* end = e.base + e.size;
+  if (pool >= e.base && pool + SIMT_DYNAMIC_SHARED_MAX <= end) {
+    memset(e.base, byte, pool - e.base);
+    memset(pool, byte, dynamic);
+    memset(pool + SIMT_DYNAMIC_SHARED_MAX, byte, end - (pool + SIMT_DYNAMIC_SHARED_MAX));
+  }
+  *slot = keep;
+  asm volatile("" : : "r"(slot) : "memory");
+}
+}  // namespace simt
+
+// Runs blocks of one launch until the shared counter is exhausted; called once per
+// worker OS thread of the launch.
+extern "C" __attribute__((visibility("default"), used))
+int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, simt_result* r) {
+  using namespace simt;
+  if (!tls_scheduler) tls_scheduler = (Scheduler*)calloc(1, sizeof(Scheduler));
+  Scheduler* s = tls_scheduler; Block& b = s->block;
+  unsigned n = c->block[0] * c->block[1] * c->block[2];
+  r->code = 0; r->message[0] = 0; r->blocks = r->switches = r->inactive_reads = 0; r->stacks = 0;
+  if (!s) { r->code = 2; snprintf(r->message, sizeof r->message, "out of memory for the block scheduler"); return 2; }
+  if (n == 0 || n > MAX_THREADS) { r->code = 2; snprintf(r->message, sizeof r->message, "block of %u threads (1 to %d allowed)", n, MAX_THREADS); return 2; }
+  if (c->dynamic_shared > SIMT_DYNAMIC_SHARED_MAX) {
+    r->code = 2; snprintf(r->message, sizeof r->message, "%llu bytes of dynamic shared memory (at most %d)", c->dynamic_shared, SIMT_DYNAMIC_SHARED_MAX);
+    return 2;
+  }
+  b.kernel = k; b.args = args; b.threads = n; b.wake_reverse = c->wake_reverse;
+  b.block_dim = uint3{c->block[0], c->block[1], c->block[2]};
+  b.grid_dim = uint3{c->grid[0], c->grid[1], c->grid[2]};
+  unsigned long long blocks = 1ull * c->grid[0] * c->grid[1] * c->grid[2];
+  // Blocks are handed out in chunks: one shared counter bumped per block costs a
+  // cache-line transfer per block (it kept 2 threads at 1-thread speed).
+  const unsigned long long chunk = blocks >= 256ull * 16 ? 16 : 1;
+  unsigned long long next = 0, end = 0;
+  for (;;) {
+    if (next == end) {
+      if (__atomic_load_n(c->abort_flag, __ATOMIC_RELAXED)) break;
+      next = __atomic_fetch_add(c->next_block, chunk, __ATOMIC_RELAXED);
+      if (next >= blocks) break;
+      end = next + chunk < blocks ? next + chunk : blocks;
+    }
+    unsigned long long bi = c->block_order ? c->block_order[next] : next;
+    b.block_index = uint3{unsigned(bi % c->grid[0]), unsigned((bi / c->grid[0]) % c->grid[1]), unsigned(bi / (1ull * c->grid[0] * c->grid[1]))};
+    b.switches = b.inactive_reads = 0;
+    next++;
+    if (c->shared_poison) {   // the extent is cached in the heap-allocated Scheduler: TLS itself gets poisoned
+      if (!s->tls_size) { TlsExtent e = tls_extent(); s->tls_base = e.base; s->tls_size = e.size; }
+      poison_shared(TlsExtent{s->tls_base, s->tls_size}, c->shared_poison & 0xff, c->dynamic_shared);
+    }
+    int e = run_block(s);
+    r->blocks++; r->switches += b.switches; r->inactive_reads += b.inactive_reads;
+    if (e) {
+      r->code = 1;
+      snprintf(r->message, sizeof r->message, "block (%u,%u,%u): %s", b.block_index.x, b.block_index.y, b.block_index.z, b.message);
+      __atomic_store_n(c->abort_flag, 1, __ATOMIC_RELAXED);
+      break;
+    }
+  }
+  r->stacks = s->stacks;
+  return r->code;
+}
+
+// One line per kernel, appended by the engine: exports `const simt::Kernel simt_k_<symbol>`.
+#define SIMT_KERNEL_AS(symbol, ...)                                                             \
+  extern "C" __attribute__((visibility("default"))) const simt::Kernel simt_k_##symbol =       \
+      simt::describe(__VA_ARGS__, &simt::loop<__VA_ARGS__>);
+#define SIMT_KERNEL(name) SIMT_KERNEL_AS(name, &name)
+
+// Kernel-visible built-in variables: fields of the running fiber's header.
+#define threadIdx (::simt::self()->thread_index)
+#define blockIdx (::simt::self()->block_index)
+#define blockDim (::simt::self()->block_dim)
+#define gridDim (::simt::self()->grid_dim)

@@ -1,0 +1,222 @@
+//! Builds a kernel source into a shared library for the host backend: a wrapper that
+//! exports one descriptor per kernel, the system C++ compiler with the host prelude
+//! force-included, `extern __shared__` symbols pointed at the dynamic shared pool, a
+//! shared link. Results are cached by a hash of everything that can change the bits.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use object::{Object, ObjectSymbol, SymbolKind};
+use sha2::{Digest, Sha256};
+
+use crate::EngineError;
+use crate::backend::KernelSource;
+
+/// Flags that make host results mean what GPU results mean (notes/host-simt.md): no
+/// interposition (so kernels inline), TLS descriptors (fast `__shared__`), no FP
+/// contraction (bit-exact checks), no TLS-init hooks.
+const FLAGS: &[&str] = &["-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off", "-mtls-dialect=gnu2", "-w"];
+
+#[derive(Clone, Debug)]
+pub struct HostCompiler {
+    pub program: String,
+    /// First line of `--version`: part of every cache key and of reports.
+    pub identity: String,
+    is_gcc: bool,
+}
+
+impl HostCompiler {
+    /// `KERNEL_CONTRACTS_CXX` if set, else the first of g++, clang++-22, clang++ that runs.
+    pub fn discover() -> Result<HostCompiler, EngineError> {
+        let candidates: Vec<String> = match std::env::var("KERNEL_CONTRACTS_CXX") {
+            Ok(p) if !p.is_empty() => vec![p],
+            _ => vec!["g++".into(), "clang++-22".into(), "clang++".into()],
+        };
+        for program in &candidates {
+            if let Ok(out) = Command::new(program).arg("--version").output() {
+                if out.status.success() {
+                    let text = String::from_utf8_lossy(&out.stdout);
+                    let identity = text.lines().next().unwrap_or("").trim().to_string();
+                    let is_gcc = !text.contains("clang");
+                    return Ok(HostCompiler { program: program.clone(), identity, is_gcc });
+                }
+            }
+        }
+        Err(EngineError::NoHostCompiler { tried: candidates.join(", ") })
+    }
+
+    fn flags(&self, warp_size: u32) -> Vec<String> {
+        let mut flags: Vec<String> = FLAGS.iter().map(|s| s.to_string()).collect();
+        if self.is_gcc {
+            flags.push("-fno-extern-tls-init".into());
+        }
+        flags.push(format!("-DSIMT_WARP={warp_size}"));
+        flags
+    }
+
+    /// The cached shared library for this source, built if missing.
+    pub fn build(&self, source: &KernelSource, prelude: &Path, cache_dir: &Path, warp_size: u32) -> Result<PathBuf, EngineError> {
+        let read = |path: &Path| fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e });
+        let flags = self.flags(warp_size);
+        let source_prefix = source_prefix(source);
+
+        let mut hash = Sha256::new();
+        for part in [self.identity.as_bytes(), flags.join(" ").as_bytes(), source.display_path.as_bytes()] {
+            hash.update((part.len() as u64).to_le_bytes());
+            hash.update(part);
+        }
+        for kernel in &source.kernels {
+            hash.update(kernel.as_bytes());
+            hash.update([0]);
+        }
+        hash.update(read(prelude)?);
+        hash.update(read(&source.path)?);
+        // every header a kernel could include from its include directories
+        for dir in &source.include_dirs {
+            let mut headers: Vec<PathBuf> = fs::read_dir(dir)
+                .map_err(|e| EngineError::ReadSource { path: dir.clone(), source: e })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "h" || x == "hpp"))
+                .collect();
+            headers.sort();
+            for header in headers {
+                hash.update(header.file_name().unwrap().as_encoded_bytes());
+                hash.update(read(&header)?);
+            }
+        }
+        let key: String = hash.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+        let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
+        let library = cache_dir.join(format!("{stem}-{key}.so"));
+        if library.exists() {
+            return Ok(library);
+        }
+
+        fs::create_dir_all(cache_dir).map_err(|e| EngineError::Cache { path: cache_dir.to_path_buf(), source: e })?;
+        let work = tempfile_dir(cache_dir, &key)?;
+        let result = self.build_in(source, prelude, &flags, source_prefix.as_deref(), &work, &library);
+        let _ = fs::remove_dir_all(&work);
+        result.map(|()| library)
+    }
+
+    fn build_in(
+        &self,
+        source: &KernelSource,
+        prelude: &Path,
+        flags: &[String],
+        source_prefix: Option<&str>,
+        work: &Path,
+        library: &Path,
+    ) -> Result<(), EngineError> {
+        let wrapper = work.join("wrap.cpp");
+        let mut text = format!("#include \"{}\"\n", source.path.display());
+        for kernel in &source.kernels {
+            text.push_str(&format!("SIMT_KERNEL({kernel})\n"));
+        }
+        fs::write(&wrapper, text).map_err(|e| EngineError::Cache { path: wrapper.clone(), source: e })?;
+
+        let object_file = work.join("kernel.o");
+        let mut compile = Command::new(&self.program);
+        compile.args(flags);
+        if let Some(prefix) = source_prefix {
+            // barrier sites and traps name `kernels/x.hip:12`, not an absolute path
+            compile.arg(format!("-fmacro-prefix-map={prefix}="));
+        }
+        for dir in &source.include_dirs {
+            compile.arg("-I").arg(dir);
+        }
+        compile.arg("-include").arg(prelude).arg("-c").arg(&wrapper).arg("-o").arg(&object_file);
+        self.run(compile, &source.display_path, "compile")?;
+
+        let renames = shared_symbol_renames(&object_file, &source.display_path)?;
+        if !renames.is_empty() {
+            let mut objcopy = Command::new("objcopy");
+            for (from, to) in &renames {
+                objcopy.arg("--redefine-sym").arg(format!("{from}={to}"));
+            }
+            objcopy.arg(&object_file);
+            run_tool(objcopy, "objcopy", &source.display_path)?;
+        }
+
+        let staged = work.join("kernel.so");
+        let mut link = Command::new(&self.program);
+        link.arg("-shared").arg("-o").arg(&staged).arg(&object_file);
+        self.run(link, &source.display_path, "link")?;
+        fs::rename(&staged, library).map_err(|e| EngineError::Cache { path: library.to_path_buf(), source: e })
+    }
+
+    fn run(&self, mut command: Command, display_path: &str, step: &str) -> Result<(), EngineError> {
+        let out = command.output().map_err(|e| EngineError::Tool {
+            tool: self.program.clone(),
+            path: display_path.to_string(),
+            reason: e.to_string(),
+        })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
+        log.push_str(&String::from_utf8_lossy(&out.stdout));
+        Err(EngineError::Compile {
+            path: display_path.to_string(),
+            compiler: format!("{} ({step})", self.identity),
+            log: log.trim_end().to_string(),
+        })
+    }
+}
+
+/// The part of the absolute path before the display path (`/repo/` for `kernels/x.hip`).
+fn source_prefix(source: &KernelSource) -> Option<String> {
+    let full = source.path.to_str()?;
+    full.strip_suffix(&source.display_path).map(|p| p.to_string()).filter(|p| !p.is_empty())
+}
+
+fn tempfile_dir(cache_dir: &Path, key: &str) -> Result<PathBuf, EngineError> {
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = cache_dir.join(format!("build-{key}-{}-{build}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).map_err(|e| EngineError::Cache { path: dir.clone(), source: e })?;
+    Ok(dir)
+}
+
+fn run_tool(mut command: Command, tool: &str, display_path: &str) -> Result<(), EngineError> {
+    let out = command.output().map_err(|e| EngineError::Tool {
+        tool: tool.to_string(),
+        path: display_path.to_string(),
+        reason: e.to_string(),
+    })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(EngineError::Tool {
+            tool: tool.to_string(),
+            path: display_path.to_string(),
+            reason: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Every undefined TLS symbol of the object is an `extern __shared__` array: it is pointed
+/// at the dynamic shared pool (all of them alias it, as on a GPU). clang's
+/// `_TLS_MODULE_BASE_` is the linker's own; weak `_ZTH` TLS-init hooks become a no-op.
+fn shared_symbol_renames(object_file: &Path, display_path: &str) -> Result<Vec<(String, String)>, EngineError> {
+    let data = fs::read(object_file).map_err(|e| EngineError::Cache { path: object_file.to_path_buf(), source: e })?;
+    let file = object::File::parse(&*data).map_err(|e| EngineError::Tool {
+        tool: "object".into(),
+        path: display_path.to_string(),
+        reason: e.to_string(),
+    })?;
+    let mut renames = Vec::new();
+    for symbol in file.symbols() {
+        if !symbol.is_undefined() {
+            continue;
+        }
+        let Ok(name) = symbol.name() else { continue };
+        if symbol.kind() == SymbolKind::Tls && name != "_TLS_MODULE_BASE_" {
+            renames.push((name.to_string(), "__simt_dynamic_shared".to_string()));
+        } else if name.starts_with("_ZTH") {
+            renames.push((name.to_string(), "__simt_tls_noop".to_string()));
+        }
+    }
+    Ok(renames)
+}

@@ -1,0 +1,140 @@
+//! The host backend, the embedded default: kernels compiled by the system C++ compiler and
+//! run on the CPU with GPU block semantics (fibers, barriers, warp exchange, shared memory).
+
+mod compile;
+mod runtime;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+pub use compile::HostCompiler;
+pub use runtime::worker_count;
+
+use crate::EngineError;
+use crate::backend::{Backend, DeviceBuffer, KernelSource, Module};
+
+#[derive(Clone, Debug)]
+pub struct HostOptions {
+    /// `kernels/host/prelude.h`.
+    pub prelude: PathBuf,
+    /// Where built libraries are cached (`target/kernel-cache`).
+    pub cache_dir: PathBuf,
+    /// OS threads that run blocks; 1 gives a deterministic replay.
+    pub workers: usize,
+    /// 32 (gfx1201 wave32, every NVIDIA GPU) or 64.
+    pub warp_size: u32,
+}
+
+pub struct HostBackend {
+    options: HostOptions,
+    compiler: HostCompiler,
+    modules: Mutex<HashMap<PathBuf, Arc<runtime::HostModule>>>,
+}
+
+impl HostBackend {
+    pub fn new(options: HostOptions) -> Result<HostBackend, EngineError> {
+        if !options.prelude.is_file() {
+            return Err(EngineError::ReadSource {
+                path: options.prelude.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "host prelude not found"),
+            });
+        }
+        if options.warp_size != 32 && options.warp_size != 64 {
+            return Err(EngineError::Op { op: "host backend".into(), reason: format!("warp size {} (32 or 64)", options.warp_size) });
+        }
+        let compiler = HostCompiler::discover()?;
+        Ok(HostBackend { options, compiler, modules: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn compiler(&self) -> &HostCompiler {
+        &self.compiler
+    }
+}
+
+impl Backend for HostBackend {
+    fn name(&self) -> &'static str {
+        "host"
+    }
+
+    fn arch(&self) -> String {
+        format!("host-{}", std::env::consts::ARCH)
+    }
+
+    fn toolchain(&self) -> String {
+        format!("{} ({} block workers, warp {})", self.compiler.identity, self.options.workers, self.options.warp_size)
+    }
+
+    fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
+        Ok(Box::new(HostBuffer::new(bytes)?))
+    }
+
+    fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
+        let library = self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size)?;
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = modules.get(&library) {
+            return Ok(m.clone());
+        }
+        let module = Arc::new(runtime::HostModule::open(source, &library, self.options.workers)?);
+        modules.insert(library, module.clone());
+        Ok(module)
+    }
+}
+
+/// Host memory standing in for device memory, aligned as a GPU allocation is (256 bytes).
+struct HostBuffer {
+    pointer: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+unsafe impl Send for HostBuffer {}
+unsafe impl Sync for HostBuffer {}
+
+impl HostBuffer {
+    fn new(bytes: usize) -> Result<HostBuffer, EngineError> {
+        let layout = std::alloc::Layout::from_size_align(bytes.max(1), 256)
+            .map_err(|e| EngineError::Buffer(format!("{bytes} bytes: {e}")))?;
+        let pointer = unsafe { std::alloc::alloc_zeroed(layout) };
+        if pointer.is_null() {
+            return Err(EngineError::Buffer(format!("out of host memory for {bytes} bytes")));
+        }
+        Ok(HostBuffer { pointer, layout })
+    }
+
+    fn check(&self, offset: usize, len: usize) -> Result<(), EngineError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.layout.size() => Ok(()),
+            _ => Err(EngineError::Buffer(format!("access of {len} bytes at {offset} past a buffer of {}", self.layout.size()))),
+        }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        unsafe { std::alloc::dealloc(self.pointer, self.layout) }
+    }
+}
+
+impl DeviceBuffer for HostBuffer {
+    fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    fn device_address(&self) -> u64 {
+        self.pointer as u64
+    }
+
+    fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError> {
+        self.check(offset, bytes.len())?;
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.pointer.add(offset), bytes.len()) };
+        Ok(())
+    }
+
+    fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
+        self.check(offset, bytes.len())?;
+        unsafe { std::ptr::copy_nonoverlapping(self.pointer.add(offset), bytes.as_mut_ptr(), bytes.len()) };
+        Ok(())
+    }
+}

@@ -1,0 +1,75 @@
+// Kernels written to test the host runtime's GPU semantics (src/backend/host/tests.rs).
+#include "common.h"
+
+// Block sum through __shared__ with a barrier per tree level; integer-valued floats, so
+// every order gives the same exact sum.
+extern "C" __global__ void block_sum(const float* x, float* out, int n) {
+  __shared__ float buffer[256];
+  unsigned t = threadIdx.x;
+  unsigned i = blockIdx.x * blockDim.x + t;
+  buffer[t] = i < (unsigned)n ? x[i] : 0.0f;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half >>= 1) {
+    if (t < half) buffer[t] += buffer[t + half];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = buffer[0];
+}
+
+// Warp ops: a full xor butterfly, a width-16 butterfly, shfl_down / shfl_up at the edges,
+// a broadcast, ballot / any / all. Seven results per thread.
+extern "C" __global__ void warp_ops(const int* x, int* out) {
+  unsigned t = threadIdx.x;
+  int v = x[blockIdx.x * blockDim.x + t];
+  int sum32 = v;
+  for (int mask = 16; mask > 0; mask >>= 1) sum32 += __shfl_xor(sum32, mask);
+  int sum16 = v;
+  for (int mask = 8; mask > 0; mask >>= 1) sum16 += __shfl_xor(sum16, mask, 16);
+  int down = __shfl_down(v, 1);
+  int up = __shfl_up(v, 2);
+  int broadcast = __shfl(v, 5);
+  unsigned long long ballot = __ballot(v & 1);
+  int any_all = __any(v > 1000) * 2 + __all(v >= 0);
+  int* r = out + (blockIdx.x * blockDim.x + t) * 7;
+  r[0] = sum32; r[1] = sum16; r[2] = down; r[3] = up; r[4] = broadcast; r[5] = (int)(ballot & 0xffffffffu); r[6] = any_all;
+}
+
+// Atomics from every thread of many blocks into one counter and one float total.
+extern "C" __global__ void atomics(const float* x, int n, int* count, float* total, int* maximum) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  atomicAdd(count, 1);
+  atomicAdd(total, x[i]);
+  atomicMax(maximum, i);
+}
+
+// Dynamic shared memory: each block stages its inputs reversed.
+extern "C" __global__ void dynamic_reverse(const float* x, float* y) {
+  extern __shared__ float stage[];
+  unsigned t = threadIdx.x, n = blockDim.x;
+  stage[t] = x[blockIdx.x * n + t];
+  __syncthreads();
+  y[blockIdx.x * n + t] = stage[n - 1 - t];
+}
+
+// The last thread reads a shared slot nobody wrote in this block.
+extern "C" __global__ void unwritten_shared(const float* x, float* y) {
+  __shared__ float buffer[256];
+  unsigned t = threadIdx.x;
+  if (t + 1 < blockDim.x) buffer[t] = x[blockIdx.x * blockDim.x + t];
+  __syncthreads();
+  y[blockIdx.x * blockDim.x + t] = buffer[(t + 1) % blockDim.x];
+}
+
+// Stores through the shared header with a dtype code from the caller.
+extern "C" __global__ void store_by_code(float* out, int code) {
+  tf_store(out, code, threadIdx.x, 1.5f);
+}
+
+// 2-D blocks and grids: each thread writes its linear coordinates.
+extern "C" __global__ void coordinates(int* out) {
+  int bx = blockIdx.x, by = blockIdx.y, tx = threadIdx.x, ty = threadIdx.y;
+  int block = by * gridDim.x + bx;
+  int thread = ty * blockDim.x + tx;
+  out[block * blockDim.x * blockDim.y + thread] = block * 1000 + thread;
+}

@@ -1,0 +1,272 @@
+//! Host-runtime semantics, tested by kernels written for the purpose (test_kernels/):
+//! shared-memory reductions, warp shuffles, atomics across blocks, dynamic shared memory,
+//! poisoning, 2-D launches, and barriers that must come back as errors, not hangs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{HostBackend, HostOptions, worker_count};
+use crate::backend::{Backend, BlockOrder, KernelArg, KernelSource, LaunchDims, Module, Schedule};
+use crate::tensor::Tensor;
+use crate::{DType, EngineError};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn backend_with(workers: usize) -> HostBackend {
+    HostBackend::new(HostOptions {
+        prelude: root().join("kernels/host/prelude.h"),
+        cache_dir: root().join("target/kernel-cache"),
+        workers,
+        warp_size: 32,
+    })
+    .expect("host backend")
+}
+
+fn module(backend: &HostBackend, file: &str, kernels: &[&str]) -> Arc<dyn Module> {
+    let display_path = format!("src/backend/host/test_kernels/{file}");
+    backend
+        .load_module(&KernelSource {
+            path: root().join(&display_path),
+            display_path,
+            kernels: kernels.iter().map(|k| k.to_string()).collect(),
+            include_dirs: vec![root().join("kernels")],
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+const SEMANTICS: &[&str] =
+    &["block_sum", "warp_ops", "atomics", "dynamic_reverse", "unwritten_shared", "store_by_code", "coordinates"];
+
+fn tensor<T: Copy>(backend: &dyn Backend, dtype: DType, values: &[T]) -> Tensor {
+    let mut t = Tensor::allocate(backend, dtype, &[values.len()]).unwrap();
+    let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
+    t.write(bytes).unwrap();
+    t
+}
+
+fn read<T: Copy + Default>(t: &Tensor) -> Vec<T> {
+    let bytes = t.read().unwrap();
+    let mut out = vec![T::default(); bytes.len() / std::mem::size_of::<T>()];
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, bytes.len()) };
+    out
+}
+
+fn dims(grid: u32, block: u32) -> LaunchDims {
+    LaunchDims { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_shared: 0 }
+}
+
+fn ptr(t: &Tensor) -> KernelArg {
+    KernelArg::Pointer(t.device_address())
+}
+
+#[test]
+fn block_reduction_through_shared_memory_is_exact_in_every_schedule() {
+    let backend = backend_with(worker_count());
+    let m = module(&backend, "semantics.hip", SEMANTICS);
+    let n = 300 * 256 - 17;
+    let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 17) as f32 - 8.0).collect();
+    let want: Vec<f32> = x.chunks(256).map(|c| c.iter().sum()).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    for schedule in [
+        Schedule::default(),
+        Schedule { shared_poison: Some(0xff), block_order: BlockOrder::Reversed, wake_reverse: true },
+        Schedule { shared_poison: Some(0x00), block_order: BlockOrder::Shuffled(7), wake_reverse: false },
+    ] {
+        let out = Tensor::allocate(&backend, DType::F32, &[want.len()]).unwrap();
+        let report = m.launch("block_sum", dims(300, 256), schedule, &[ptr(&input), ptr(&out), KernelArg::I32(n as i32)]).unwrap();
+        assert_eq!(read::<f32>(&out), want, "{schedule:?}");
+        assert_eq!(report.blocks, 300);
+        // 9 barriers per thread: at least one switch per thread per barrier
+        assert!(report.switches >= 300 * 256 * 8, "{} switches", report.switches);
+        assert_eq!(out.guard_damage().unwrap(), None);
+    }
+}
+
+#[test]
+fn warp_shuffles_ballots_and_votes_follow_hip_semantics() {
+    let backend = backend_with(1);
+    let m = module(&backend, "semantics.hip", SEMANTICS);
+    let blocks = 3;
+    let n = blocks * 128;
+    let x: Vec<i32> = (0..n as i32).map(|i| (i * 37) % 101).collect();
+    let input = tensor(&backend, DType::I32, &x);
+    let out = Tensor::allocate(&backend, DType::I32, &[n * 7]).unwrap();
+    let report = m.launch("warp_ops", dims(blocks as u32, 128), Schedule::default(), &[ptr(&input), ptr(&out)]).unwrap();
+    let got = read::<i32>(&out);
+    for i in 0..n {
+        let lane = i % 32;
+        let warp = i - lane;
+        let segment = i & !15;
+        let sum32: i32 = x[warp..warp + 32].iter().sum();
+        let sum16: i32 = x[segment..segment + 16].iter().sum();
+        let down = if lane < 31 { x[i + 1] } else { x[i] };
+        let up = if lane >= 2 { x[i - 2] } else { x[i] };
+        let ballot = (0..32).filter(|j| x[warp + j] & 1 == 1).fold(0u32, |b, j| b | (1 << j)) as i32;
+        let any = x[warp..warp + 32].iter().any(|v| *v > 1000) as i32;
+        let all = x[warp..warp + 32].iter().all(|v| *v >= 0) as i32;
+        let want = [sum32, sum16, down, up, x[warp + 5], ballot, any * 2 + all];
+        assert_eq!(&got[i * 7..i * 7 + 7], &want, "thread {i}");
+    }
+    assert_eq!(report.inactive_lane_reads, 0);
+}
+
+#[test]
+fn atomics_from_many_blocks_on_every_worker_are_exact() {
+    let backend = backend_with(worker_count().max(2));
+    let m = module(&backend, "semantics.hip", SEMANTICS);
+    let n: usize = 1000 * 128 + 5;
+    // integer-valued floats below 2^24 in every partial sum: float atomics are exact in any order
+    let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    let count = tensor(&backend, DType::I32, &[0i32]);
+    let total = tensor(&backend, DType::F32, &[0f32]);
+    let maximum = tensor(&backend, DType::I32, &[-1i32]);
+    let blocks = n.div_ceil(128) as u32;
+    m.launch(
+        "atomics",
+        dims(blocks, 128),
+        Schedule { block_order: BlockOrder::Shuffled(3), ..Schedule::default() },
+        &[ptr(&input), KernelArg::I32(n as i32), ptr(&count), ptr(&total), ptr(&maximum)],
+    )
+    .unwrap();
+    assert_eq!(read::<i32>(&count), vec![n as i32]);
+    assert_eq!(read::<f32>(&total), vec![x.iter().map(|v| *v as f64).sum::<f64>() as f32]);
+    assert_eq!(read::<i32>(&maximum), vec![n as i32 - 1]);
+}
+
+#[test]
+fn dynamic_shared_memory_and_two_dimensional_launches() {
+    let backend = backend_with(worker_count());
+    let m = module(&backend, "semantics.hip", SEMANTICS);
+    let x: Vec<f32> = (0..4 * 64).map(|i| i as f32).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    let out = Tensor::allocate(&backend, DType::F32, &[x.len()]).unwrap();
+    let launch = LaunchDims { grid: [4, 1, 1], block: [64, 1, 1], dynamic_shared: 64 * 4 };
+    m.launch("dynamic_reverse", launch, Schedule::default(), &[ptr(&input), ptr(&out)]).unwrap();
+    let want: Vec<f32> = x.chunks(64).flat_map(|c| c.iter().rev().copied()).collect();
+    assert_eq!(read::<f32>(&out), want);
+
+    let coordinates = Tensor::allocate(&backend, DType::I32, &[3 * 2 * 8 * 4]).unwrap();
+    let launch = LaunchDims { grid: [3, 2, 1], block: [8, 4, 1], dynamic_shared: 0 };
+    m.launch("coordinates", launch, Schedule::default(), &[ptr(&coordinates)]).unwrap();
+    let want: Vec<i32> = (0..6).flat_map(|b| (0..32).map(move |t| b * 1000 + t)).collect();
+    assert_eq!(read::<i32>(&coordinates), want);
+}
+
+#[test]
+fn poisoned_shared_memory_exposes_a_read_nobody_wrote() {
+    let backend = backend_with(1);
+    let m = module(&backend, "semantics.hip", SEMANTICS);
+    let x: Vec<f32> = (0..2 * 256).map(|i| i as f32).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    let mut results = Vec::new();
+    for poison in [0xffu8, 0x00] {
+        let out = Tensor::allocate(&backend, DType::F32, &[x.len()]).unwrap();
+        let schedule = Schedule { shared_poison: Some(poison), ..Schedule::default() };
+        m.launch("unwritten_shared", dims(2, 256), schedule, &[ptr(&input), ptr(&out)]).unwrap();
+        results.push(read::<f32>(&out));
+    }
+    // thread 255 of each block read slot 0... no: slot (255 + 1) % 256 = 0 was written; slot 255
+    // is read by thread 254 and was written by nobody
+    assert!(results[0][254].is_nan() && results[0][256 + 254].is_nan());
+    assert_eq!(results[1][254], 0.0);
+    assert_eq!(results[0][..254], results[1][..254]);
+}
+
+#[test]
+fn a_divergent_barrier_is_an_error_naming_kernel_and_line_within_seconds() {
+    let backend = backend_with(worker_count());
+    let m = module(&backend, "divergent.hip", &["divergent_barrier", "divergent_sites"]);
+    let out = Tensor::allocate(&backend, DType::F32, &[64 * 256]).unwrap();
+    let started = Instant::now();
+    let error = m.launch("divergent_barrier", dims(64, 256), Schedule::default(), &[ptr(&out)]).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    let text = error.to_string();
+    assert!(matches!(error, EngineError::KernelFault { .. }), "{text}");
+    assert!(text.contains("divergent_barrier"), "{text}");
+    assert!(text.contains("divergent barrier"), "{text}");
+    assert!(text.contains("src/backend/host/test_kernels/divergent.hip:6"), "{text}");
+
+    let error = m.launch("divergent_sites", dims(4, 64), Schedule::default(), &[ptr(&out)]).unwrap_err().to_string();
+    assert!(error.contains("divergent.hip:12") && error.contains("divergent.hip:13"), "{error}");
+    // the runtime is still usable after an abandoned block
+    let semantics = module(&backend, "semantics.hip", SEMANTICS);
+    let input = tensor(&backend, DType::F32, &[1.0f32; 256]);
+    let sum = Tensor::allocate(&backend, DType::F32, &[1]).unwrap();
+    semantics.launch("block_sum", dims(1, 256), Schedule::default(), &[ptr(&input), ptr(&sum), KernelArg::I32(256)]).unwrap();
+    assert_eq!(read::<f32>(&sum), vec![256.0]);
+}
+
+#[test]
+fn an_unknown_dtype_code_is_refused_by_the_shared_header() {
+    let backend = backend_with(1);
+    let m = module(&backend, "semantics.hip", SEMANTICS);
+    let out = Tensor::allocate(&backend, DType::F32, &[32]).unwrap();
+    for (code, bits) in [(0, 0x3fc0_0000u32), (2, 0x3fc0), (1, 0x3e00)] {
+        let out = Tensor::allocate(&backend, DType::F32, &[32]).unwrap();
+        m.launch("store_by_code", dims(1, 32), Schedule::default(), &[ptr(&out), KernelArg::I32(code)]).unwrap();
+        let bytes = out.read().unwrap();
+        let first = match code {
+            0 => u32::from_le_bytes(bytes[..4].try_into().unwrap()),
+            _ => u16::from_le_bytes(bytes[..2].try_into().unwrap()) as u32,
+        };
+        assert_eq!(first, bits, "code {code}");
+    }
+    let error = m.launch("store_by_code", dims(1, 32), Schedule::default(), &[ptr(&out), KernelArg::I32(7)]).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("__trap()") && text.contains("kernels/common.h"), "{text}");
+}
+
+#[test]
+fn launches_with_wrong_arguments_or_missing_kernels_are_refused_by_name() {
+    let backend = backend_with(1);
+    let m = module(&backend, "semantics.hip", SEMANTICS);
+    let error = m.launch("block_sum", dims(1, 256), Schedule::default(), &[KernelArg::I32(1)]).unwrap_err();
+    assert!(matches!(error, EngineError::ArgumentMismatch { expected: 3, given: 1, .. }), "{error}");
+    let error = m.launch("no_such_kernel", dims(1, 1), Schedule::default(), &[]).unwrap_err().to_string();
+    assert!(error.contains("simt_k_no_such_kernel"), "{error}");
+    let error = m.launch("coordinates", dims(1, 2048), Schedule::default(), &[KernelArg::Pointer(0)]).unwrap_err().to_string();
+    assert!(error.contains("2048 threads"), "{error}");
+
+    let display_path = "src/backend/host/test_kernels/semantics.hip".to_string();
+    let error = backend
+        .load_module(&KernelSource {
+            path: root().join(&display_path),
+            display_path,
+            kernels: vec!["not_in_this_file".into()],
+            include_dirs: vec![root().join("kernels")],
+        })
+        .err()
+        .expect("a kernel missing from its source is refused");
+    let text = error.to_string();
+    assert!(text.contains("not_in_this_file") && text.contains("semantics.hip"), "{text}");
+}
+
+#[test]
+fn compile_errors_come_back_with_the_compiler_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken.hip");
+    std::fs::write(&path, "extern \"C\" __global__ void broken(float* x) { x[0] = undefined_name; }\n").unwrap();
+    let backend = HostBackend::new(HostOptions {
+        prelude: root().join("kernels/host/prelude.h"),
+        cache_dir: dir.path().join("cache"),
+        workers: 1,
+        warp_size: 32,
+    })
+    .unwrap();
+    let error = backend
+        .load_module(&KernelSource {
+            path: path.clone(),
+            display_path: "broken.hip".into(),
+            kernels: vec!["broken".into()],
+            include_dirs: vec![],
+        })
+        .err()
+        .expect("compile error");
+    let text = error.to_string();
+    assert!(text.contains("compiling broken.hip") && text.contains("undefined_name"), "{text}");
+    let _ = Path::new(&path);
+}

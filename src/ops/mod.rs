@@ -1,0 +1,123 @@
+//! The engine's op registry: each op's tensor signature (names, roles, allowed dtypes,
+//! shapes over named symbols), its kernel source and symbol, and its launcher. The harness
+//! launches every kernel through these launchers, so what is verified is what ships.
+
+mod attention;
+mod embed;
+
+use std::collections::BTreeMap;
+
+use crate::backend::{KernelArg, LaunchDims, LaunchReport, Module, Schedule};
+use crate::shape_expr::Symbols;
+use crate::tensor::Tensor;
+use crate::{DType, EngineError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Input,
+    Output,
+}
+
+#[derive(Debug)]
+pub struct TensorSpec {
+    pub name: &'static str,
+    pub role: Role,
+    pub dtypes: &'static [DType],
+    /// Dimensions as shape expressions over the op's symbols (`rows, ceil_div(keys, tile)`).
+    pub shape: &'static str,
+}
+
+pub type Launcher = fn(&dyn Module, &OpCall) -> Result<LaunchReport, EngineError>;
+
+pub struct OpSpec {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// Source file under `kernels/`.
+    pub source: &'static str,
+    pub symbol: &'static str,
+    /// Shape symbols every call must give.
+    pub symbols: &'static [&'static str],
+    pub tensors: &'static [TensorSpec],
+    pub launch: Launcher,
+}
+
+impl OpSpec {
+    pub fn tensor(&self, name: &str) -> Option<&TensorSpec> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+}
+
+/// Everything a launcher needs: symbol values and the tensors by name.
+pub struct OpCall<'a> {
+    pub op: &'a OpSpec,
+    pub symbols: &'a Symbols,
+    pub tensors: &'a BTreeMap<String, Tensor>,
+    pub schedule: Schedule,
+}
+
+impl OpCall<'_> {
+    fn error(&self, reason: impl Into<String>) -> EngineError {
+        EngineError::Op { op: self.op.name.to_string(), reason: reason.into() }
+    }
+
+    pub fn tensor(&self, name: &str) -> Result<&Tensor, EngineError> {
+        self.tensors.get(name).ok_or_else(|| self.error(format!("no tensor `{name}` given")))
+    }
+
+    pub fn pointer(&self, name: &str) -> Result<KernelArg, EngineError> {
+        Ok(KernelArg::Pointer(self.tensor(name)?.device_address()))
+    }
+
+    /// The tensor's dtype code (0 f32, 1 f16, 2 bf16) as the kernel takes it.
+    pub fn dtype_code(&self, name: &str) -> Result<KernelArg, EngineError> {
+        Ok(KernelArg::I32(self.tensor(name)?.dtype.kernel_code()?))
+    }
+
+    pub fn symbol(&self, name: &str) -> Result<i64, EngineError> {
+        self.symbols.get(name).copied().ok_or_else(|| self.error(format!("shape symbol `{name}` not given")))
+    }
+
+    /// A symbol passed to a kernel as `int`: refused if it does not fit.
+    pub fn int(&self, name: &str) -> Result<KernelArg, EngineError> {
+        let v = self.symbol(name)?;
+        i32::try_from(v).map(KernelArg::I32).map_err(|_| self.error(format!("`{name}` = {v} does not fit a kernel int")))
+    }
+
+    pub fn launch(&self, module: &dyn Module, dims: LaunchDims, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
+        module.launch(self.op.symbol, dims, self.schedule, args)
+    }
+}
+
+/// Blocks of `threads` covering `elements`, as a 1-D grid.
+pub(crate) fn blocks_for(op: &OpCall, elements: i64, threads: u32) -> Result<u32, EngineError> {
+    let blocks = (elements + threads as i64 - 1) / threads as i64;
+    u32::try_from(blocks).map_err(|_| op.error(format!("{elements} elements need more than 2^32 blocks")))
+}
+
+pub fn registry() -> &'static [OpSpec] {
+    static OPS: &[OpSpec] = &[embed::TF_EMBED_DENSE, attention::TF_SOFTMAX_STATS, attention::TF_SUM_PARTIALS];
+    OPS
+}
+
+pub fn find(name: &str) -> Option<&'static OpSpec> {
+    registry().iter().find(|op| op.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape_expr::ShapeExpr;
+
+    #[test]
+    fn every_signature_parses_and_uses_only_declared_symbols() {
+        for op in registry() {
+            for tensor in op.tensors {
+                let shape = ShapeExpr::parse(tensor.shape).unwrap();
+                for symbol in shape.symbols() {
+                    assert!(op.symbols.contains(&symbol), "{}: {} uses `{symbol}`", op.name, tensor.name);
+                }
+            }
+            assert!(op.tensors.iter().any(|t| t.role == Role::Output), "{} has no output", op.name);
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! Shape expressions: integer arithmetic over shape symbols (`n * k`, `ceil_div(keys, tile)`),
+//! used by op signatures and contracts. Checked arithmetic, bounded size and depth, so any
+//! input gives a value or an error, never a panic or an unbounded allocation.
+
+use std::collections::BTreeMap;
+
+use crate::EngineError;
+
+const MAX_LENGTH: usize = 1024;
+const MAX_DEPTH: usize = 64;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Number(i64),
+    Symbol(String),
+    Negate(Box<Expr>),
+    Binary(Box<Expr>, Operator, Box<Expr>),
+    Call(Function, Vec<Expr>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Operator {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Remainder,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Function {
+    CeilDiv,
+    Min,
+    Max,
+}
+
+pub type Symbols = BTreeMap<String, i64>;
+
+fn error(expression: &str, reason: impl Into<String>) -> EngineError {
+    EngineError::ShapeExpression { expression: expression.to_string(), reason: reason.into() }
+}
+
+impl Expr {
+    pub fn parse(text: &str) -> Result<Expr, EngineError> {
+        if text.len() > MAX_LENGTH {
+            return Err(error(&text[..64], format!("longer than {MAX_LENGTH} characters")));
+        }
+        let mut parser = Parser { text, bytes: text.as_bytes(), at: 0, depth: 0 };
+        let expr = parser.expression()?;
+        parser.skip_space();
+        if parser.at != parser.bytes.len() {
+            return Err(error(text, format!("unexpected `{}` at column {}", &text[parser.at..], parser.at + 1)));
+        }
+        Ok(expr)
+    }
+
+    /// Every symbol the expression reads, in order of first use.
+    pub fn symbols(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.collect(&mut out);
+        out
+    }
+
+    fn collect<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Expr::Number(_) => {}
+            Expr::Symbol(s) => {
+                if !out.contains(&s.as_str()) {
+                    out.push(s)
+                }
+            }
+            Expr::Negate(e) => e.collect(out),
+            Expr::Binary(a, _, b) => {
+                a.collect(out);
+                b.collect(out)
+            }
+            Expr::Call(_, args) => args.iter().for_each(|a| a.collect(out)),
+        }
+    }
+
+    pub fn evaluate(&self, symbols: &Symbols) -> Result<i64, String> {
+        match self {
+            Expr::Number(v) => Ok(*v),
+            Expr::Symbol(s) => symbols.get(s).copied().ok_or_else(|| format!("undefined shape symbol `{s}`")),
+            Expr::Negate(e) => e.evaluate(symbols)?.checked_neg().ok_or_else(|| "overflow".to_string()),
+            Expr::Binary(a, op, b) => {
+                let (a, b) = (a.evaluate(symbols)?, b.evaluate(symbols)?);
+                let value = match op {
+                    Operator::Add => a.checked_add(b),
+                    Operator::Subtract => a.checked_sub(b),
+                    Operator::Multiply => a.checked_mul(b),
+                    Operator::Divide | Operator::Remainder if b == 0 => return Err("division by zero".into()),
+                    Operator::Divide => a.checked_div(b),
+                    Operator::Remainder => a.checked_rem(b),
+                };
+                value.ok_or_else(|| "overflow".to_string())
+            }
+            Expr::Call(function, args) => {
+                let values = args.iter().map(|a| a.evaluate(symbols)).collect::<Result<Vec<_>, _>>()?;
+                match function {
+                    Function::CeilDiv => {
+                        let (a, b) = (values[0], values[1]);
+                        if b <= 0 {
+                            return Err("ceil_div by a divisor that is not positive".into());
+                        }
+                        if a < 0 {
+                            return Err("ceil_div of a negative number".into());
+                        }
+                        Ok(a / b + i64::from(a % b != 0))
+                    }
+                    Function::Min => Ok(values[0].min(values[1])),
+                    Function::Max => Ok(values[0].max(values[1])),
+                }
+            }
+        }
+    }
+}
+
+/// A comma-separated list of dimensions, e.g. `rows, tiles * d`; `""` is a scalar.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShapeExpr {
+    pub text: String,
+    pub dims: Vec<Expr>,
+}
+
+impl ShapeExpr {
+    pub fn parse(text: &str) -> Result<ShapeExpr, EngineError> {
+        let dims = if text.trim().is_empty() {
+            Vec::new()
+        } else {
+            split_top_level(text).into_iter().map(Expr::parse).collect::<Result<_, _>>()?
+        };
+        Ok(ShapeExpr { text: text.to_string(), dims })
+    }
+
+    pub fn symbols(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for d in &self.dims {
+            for s in d.symbols() {
+                if !out.contains(&s) {
+                    out.push(s)
+                }
+            }
+        }
+        out
+    }
+
+    /// The dimensions for these symbols; each must be positive.
+    pub fn evaluate(&self, symbols: &Symbols) -> Result<Vec<usize>, String> {
+        self.dims
+            .iter()
+            .map(|d| {
+                let v = d.evaluate(symbols)?;
+                if v <= 0 {
+                    Err(format!("dimension `{}` of `{}` is {v}; dimensions must be positive", show(d), self.text))
+                } else {
+                    usize::try_from(v).map_err(|_| "dimension too large".to_string())
+                }
+            })
+            .collect()
+    }
+}
+
+fn show(e: &Expr) -> String {
+    match e {
+        Expr::Number(v) => v.to_string(),
+        Expr::Symbol(s) => s.clone(),
+        Expr::Negate(e) => format!("-{}", show(e)),
+        Expr::Binary(a, op, b) => {
+            let op = match op {
+                Operator::Add => "+",
+                Operator::Subtract => "-",
+                Operator::Multiply => "*",
+                Operator::Divide => "/",
+                Operator::Remainder => "%",
+            };
+            format!("({} {op} {})", show(a), show(b))
+        }
+        Expr::Call(f, args) => {
+            let name = match f {
+                Function::CeilDiv => "ceil_div",
+                Function::Min => "min",
+                Function::Max => "max",
+            };
+            format!("{name}({})", args.iter().map(show).collect::<Vec<_>>().join(", "))
+        }
+    }
+}
+
+/// Splits at commas outside parentheses.
+fn split_top_level(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+    depth: usize,
+}
+
+impl Parser<'_> {
+    fn skip_space(&mut self) {
+        while self.at < self.bytes.len() && self.bytes[self.at].is_ascii_whitespace() {
+            self.at += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_space();
+        self.bytes.get(self.at).copied()
+    }
+
+    fn expression(&mut self) -> Result<Expr, EngineError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(error(self.text, format!("nested deeper than {MAX_DEPTH}")));
+        }
+        let mut left = self.term()?;
+        while let Some(c @ (b'+' | b'-')) = self.peek() {
+            self.at += 1;
+            let op = if c == b'+' { Operator::Add } else { Operator::Subtract };
+            left = Expr::Binary(Box::new(left), op, Box::new(self.term()?));
+        }
+        self.depth -= 1;
+        Ok(left)
+    }
+
+    fn term(&mut self) -> Result<Expr, EngineError> {
+        let mut left = self.factor()?;
+        while let Some(c @ (b'*' | b'/' | b'%')) = self.peek() {
+            self.at += 1;
+            let op = match c {
+                b'*' => Operator::Multiply,
+                b'/' => Operator::Divide,
+                _ => Operator::Remainder,
+            };
+            left = Expr::Binary(Box::new(left), op, Box::new(self.factor()?));
+        }
+        Ok(left)
+    }
+
+    fn factor(&mut self) -> Result<Expr, EngineError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(error(self.text, format!("nested deeper than {MAX_DEPTH}")));
+        }
+        let result = match self.peek() {
+            None => Err(error(self.text, "ends where a number or symbol was expected")),
+            Some(b'-') => {
+                self.at += 1;
+                Ok(Expr::Negate(Box::new(self.factor()?)))
+            }
+            Some(b'(') => {
+                self.at += 1;
+                let inner = self.expression()?;
+                if self.peek() != Some(b')') {
+                    return Err(error(self.text, format!("missing `)` at column {}", self.at + 1)));
+                }
+                self.at += 1;
+                Ok(inner)
+            }
+            Some(c) if c.is_ascii_digit() => {
+                let start = self.at;
+                while self.at < self.bytes.len() && (self.bytes[self.at].is_ascii_digit() || self.bytes[self.at] == b'_') {
+                    self.at += 1;
+                }
+                let digits: String = self.text[start..self.at].chars().filter(|c| *c != '_').collect();
+                digits
+                    .parse::<i64>()
+                    .map(Expr::Number)
+                    .map_err(|_| error(self.text, format!("number `{digits}` out of range")))
+            }
+            Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = self.at;
+                while self.at < self.bytes.len() && (self.bytes[self.at].is_ascii_alphanumeric() || self.bytes[self.at] == b'_') {
+                    self.at += 1;
+                }
+                let name = &self.text[start..self.at];
+                if self.peek() == Some(b'(') {
+                    self.call(name)
+                } else {
+                    Ok(Expr::Symbol(name.to_string()))
+                }
+            }
+            Some(_) => {
+                let rest: String = self.text[self.at..].chars().take(8).collect();
+                Err(error(self.text, format!("unexpected `{rest}` at column {}", self.at + 1)))
+            }
+        };
+        self.depth -= 1;
+        result
+    }
+
+    fn call(&mut self, name: &str) -> Result<Expr, EngineError> {
+        let function = match name {
+            "ceil_div" => Function::CeilDiv,
+            "min" => Function::Min,
+            "max" => Function::Max,
+            other => return Err(error(self.text, format!("unknown function `{other}` (known: ceil_div, min, max)"))),
+        };
+        self.at += 1; // (
+        let mut args = vec![self.expression()?];
+        while self.peek() == Some(b',') {
+            self.at += 1;
+            args.push(self.expression()?);
+        }
+        if self.peek() != Some(b')') {
+            return Err(error(self.text, format!("missing `)` after the arguments of {name}")));
+        }
+        self.at += 1;
+        if args.len() != 2 {
+            return Err(error(self.text, format!("{name} takes 2 arguments, not {}", args.len())));
+        }
+        Ok(Expr::Call(function, args))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn symbols(pairs: &[(&str, i64)]) -> Symbols {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn evaluates_with_precedence_and_functions() {
+        let s = symbols(&[("n", 7), ("k", 130), ("tile", 64)]);
+        assert_eq!(Expr::parse("n * k + 1").unwrap().evaluate(&s), Ok(911));
+        assert_eq!(Expr::parse("(n + 1) * 2 - k % 7").unwrap().evaluate(&s), Ok(12));
+        assert_eq!(Expr::parse("ceil_div(k, tile)").unwrap().evaluate(&s), Ok(3));
+        assert_eq!(Expr::parse("min(n, k) - max(1, 2)").unwrap().evaluate(&s), Ok(5));
+        assert_eq!(Expr::parse("-n + 10").unwrap().evaluate(&s), Ok(3));
+        assert_eq!(ShapeExpr::parse("n, k").unwrap().evaluate(&s), Ok(vec![7, 130]));
+        assert_eq!(ShapeExpr::parse("n, ceil_div(k, tile), 2").unwrap().symbols(), vec!["n", "k", "tile"]);
+    }
+
+    #[test]
+    fn reports_undefined_symbols_zero_division_and_overflow() {
+        let s = symbols(&[("n", 4)]);
+        assert_eq!(Expr::parse("n * vocab").unwrap().evaluate(&s), Err("undefined shape symbol `vocab`".into()));
+        assert_eq!(Expr::parse("n / (n - 4)").unwrap().evaluate(&s), Err("division by zero".into()));
+        assert_eq!(Expr::parse("9223372036854775807 + n").unwrap().evaluate(&s), Err("overflow".into()));
+        let zero = ShapeExpr::parse("n - 4, n").unwrap().evaluate(&s).unwrap_err();
+        assert!(zero.contains("is 0; dimensions must be positive"), "{zero}");
+    }
+
+    #[test]
+    fn refuses_malformed_text() {
+        for bad in ["", "n *", "(n", "n)", "2 $ 3", "foo(1, 2)", "min(1)", "99999999999999999999"] {
+            assert!(Expr::parse(bad).is_err(), "{bad} parsed");
+        }
+        let deep = "(".repeat(200) + "1" + &")".repeat(200);
+        assert!(Expr::parse(&deep).unwrap_err().to_string().contains("nested deeper"));
+    }
+}
