@@ -74,8 +74,10 @@ impl DType {
     pub fn encode(self, value: f64, out: &mut [u8]) {
         match self {
             DType::F32 => out[..4].copy_from_slice(&(value as f32).to_le_bytes()),
-            DType::F16 => out[..2].copy_from_slice(&half::f16::from_f64(value).to_bits().to_le_bytes()),
-            DType::Bf16 => out[..2].copy_from_slice(&half::bf16::from_f64(value).to_bits().to_le_bytes()),
+            // through an exact f32: half's from_f64 rounds some bf16 ties wrongly (0xc0028006 as
+            // f64 gives 0xc002, not 0xc003), so the rounding is done here, once, in f64
+            DType::F16 => out[..2].copy_from_slice(&half::f16::from_f32(round_to_format(value, 10, -14, 15) as f32).to_bits().to_le_bytes()),
+            DType::Bf16 => out[..2].copy_from_slice(&half::bf16::from_f32(round_to_format(value, 7, -126, 127) as f32).to_bits().to_le_bytes()),
             DType::I32 => out[..4].copy_from_slice(&(value as i32).to_le_bytes()),
             DType::U32 => out[..4].copy_from_slice(&(value as u32).to_le_bytes()),
             DType::U8 => out[0] = value as u8,
@@ -93,6 +95,20 @@ impl DType {
             DType::U8 => &[0xa5],
         }
     }
+}
+
+/// Rounds to nearest even in a binary format with `mantissa_bits` stored bits, smallest
+/// normal exponent `min_exponent` and largest `max_exponent` (subnormals and overflow to
+/// infinity included). The result is exactly representable in that format and in f32.
+fn round_to_format(value: f64, mantissa_bits: i32, min_exponent: i32, max_exponent: i32) -> f64 {
+    if !value.is_finite() || value == 0.0 {
+        return value;
+    }
+    let exponent = (((value.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(min_exponent);
+    let quantum = 2f64.powi(exponent - mantissa_bits);
+    let rounded = (value / quantum).round_ties_even() * quantum;
+    let largest = (2.0 - 2f64.powi(-mantissa_bits)) * 2f64.powi(max_exponent);
+    if rounded.abs() > largest { f64::INFINITY.copysign(value) } else { rounded }
 }
 
 impl fmt::Display for DType {
@@ -139,8 +155,47 @@ mod tests {
         assert_eq!(u16::from_le_bytes(b), 0x3f80);
         DType::F16.encode(65520.0, &mut b);
         assert_eq!(u16::from_le_bytes(b), 0x7c00);
+        // f32 0xc0028006 lies just above a bf16 tie: it rounds up to 0xc003
+        DType::Bf16.encode(f32::from_bits(0xc002_8006) as f64, &mut b);
+        assert_eq!(u16::from_le_bytes(b), 0xc003);
+        DType::Bf16.encode(f32::from_bits(0xc002_8000) as f64, &mut b);
+        assert_eq!(u16::from_le_bytes(b), 0xc002);
+        DType::F16.encode(65504.0 + 15.99, &mut b);
+        assert_eq!(u16::from_le_bytes(b), 0x7bff);
+        DType::F16.encode(2f64.powi(-25), &mut b);
+        assert_eq!(u16::from_le_bytes(b), 0x0000, "half the smallest subnormal ties to even zero");
+        DType::F16.encode(2f64.powi(-25) * 1.5, &mut b);
+        assert_eq!(u16::from_le_bytes(b), 0x0001);
+        DType::F16.encode(-2f64.powi(-14) * 1.0009765625, &mut b);
+        assert_eq!(u16::from_le_bytes(b), 0x8401);
         assert!(DType::F32.decode(DType::F32.guard_pattern()).is_nan());
         assert!(DType::F16.decode(DType::F16.guard_pattern()).is_nan());
         assert!(DType::Bf16.decode(DType::Bf16.guard_pattern()).is_nan());
+    }
+}
+
+#[cfg(test)]
+mod rounding_against_the_integer_rule {
+    use super::*;
+
+    /// The integer round-to-nearest-even of kernels/common.h, on f32 bits.
+    fn kernel_bf16(f: f32) -> u16 {
+        let u = f.to_bits();
+        ((u + 0x7fff + ((u >> 16) & 1)) >> 16) as u16
+    }
+
+    #[test]
+    fn f64_rounding_to_bf16_matches_the_kernels_rule_for_every_f32_in_a_sweep() {
+        let mut b = [0u8; 2];
+        for i in 0..2_000_000u32 {
+            let f = f32::from_bits(0x0080_0000u32.wrapping_add(i.wrapping_mul(2_113)));
+            if !f.is_finite() || (f.to_bits() & 0x7f80_0000) == 0x7f80_0000 {
+                continue;
+            }
+            DType::Bf16.encode(f as f64, &mut b);
+            assert_eq!(u16::from_le_bytes(b), kernel_bf16(f), "{:#010x}", f.to_bits());
+            DType::F16.encode(f as f64, &mut b);
+            assert_eq!(u16::from_le_bytes(b), half::f16::from_f32(f).to_bits(), "{:#010x}", f.to_bits());
+        }
     }
 }

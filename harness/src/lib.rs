@@ -1,1 +1,13 @@
-//! placeholder
+//! kernel-contracts: every kernel of the engine under a declarative contract, run through
+//! the engine's own launchers, checked at gates against f64 oracles, with planted faulty
+//! controls that prove the gates can go red.
+
+pub mod contract;
+pub mod format;
+pub mod gate;
+pub mod gates;
+pub mod inputs;
+pub mod oracle;
+pub mod report;
+pub mod runner;
+pub mod tolerance;

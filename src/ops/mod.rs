@@ -41,6 +41,12 @@ pub struct OpSpec {
     pub launch: Launcher,
 }
 
+impl std::fmt::Debug for OpSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpSpec").field("name", &self.name).field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
 impl OpSpec {
     pub fn tensor(&self, name: &str) -> Option<&TensorSpec> {
         self.tensors.iter().find(|t| t.name == name)

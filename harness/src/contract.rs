@@ -1,0 +1,460 @@
+//! Contracts (`contracts/<op>.toml`) and controls (`controls/<name>.toml`): parsed strictly
+//! and checked against the engine's op signature. Every error names the file, the line and
+//! the key, and one contract that cannot load never stops the others.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use engine::DType;
+use engine::ops::{OpSpec, Role};
+use engine::shape_expr::{ShapeExpr, Symbols};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::gate::Gate;
+use crate::inputs::Generator;
+use crate::oracle::{self, Oracle};
+use crate::tolerance::Tolerance;
+
+/// A tensor larger than this is refused before anything is allocated.
+pub const MAX_TENSOR_BYTES: usize = 1 << 30;
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{file}:{line}: `{key}`: {message}")]
+pub struct ContractError {
+    pub file: String,
+    pub line: usize,
+    pub key: String,
+    pub message: String,
+}
+
+#[derive(Debug)]
+pub struct Contract {
+    pub file: String,
+    pub op: &'static OpSpec,
+    pub about: String,
+    pub records: Vec<Record>,
+    pub cases: Vec<Case>,
+    pub inputs: BTreeMap<String, Generator>,
+    pub oracle_name: String,
+    pub oracle: Oracle,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub name: String,
+    /// A dtype for every tensor of the op.
+    pub dtypes: BTreeMap<String, DType>,
+    /// The tolerance of every output, with its reason.
+    pub tolerances: BTreeMap<String, (Tolerance, Option<String>)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub symbols: Symbols,
+    /// Each tensor's shape for this case.
+    pub shapes: BTreeMap<String, Vec<usize>>,
+}
+
+impl Case {
+    /// `{n = 7, k = 130, vocab = 1024}`, in the op's symbol order.
+    pub fn describe(&self, op: &OpSpec) -> String {
+        let parts: Vec<String> = op.symbols.iter().filter_map(|s| self.symbols.get(*s).map(|v| format!("{s} = {v}"))).collect();
+        format!("{{{}}}", parts.join(", "))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub gate: Gate,
+    pub arch: String,
+    /// The record it covers; every record when absent.
+    pub record: Option<String>,
+    pub reason: String,
+    pub line: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContract {
+    op: Spanned<String>,
+    about: String,
+    record: Vec<Spanned<RawRecord>>,
+    shapes: RawShapes,
+    inputs: BTreeMap<String, Spanned<String>>,
+    reference: RawReference,
+    #[serde(default)]
+    finding: Vec<Spanned<RawFinding>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecord {
+    name: Spanned<String>,
+    #[serde(default)]
+    dtypes: BTreeMap<String, Spanned<String>>,
+    tolerance: Option<Spanned<RawTolerance>>,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShapes {
+    cases: Vec<Spanned<BTreeMap<String, Spanned<i64>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReference {
+    oracle: Spanned<String>,
+    tolerance: Spanned<RawTolerance>,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum RawTolerance {
+    All(String),
+    PerOutput(BTreeMap<String, String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFinding {
+    gate: Spanned<String>,
+    arch: String,
+    record: Option<String>,
+    reason: String,
+}
+
+/// Line numbers and errors for one file.
+pub(crate) struct Source<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())].bytes().filter(|b| *b == b'\n').count() + 1
+    }
+
+    pub fn error(&self, offset: usize, key: impl Into<String>, message: impl Into<String>) -> ContractError {
+        ContractError { file: self.file.to_string(), line: self.line_of(offset), key: key.into(), message: message.into() }
+    }
+
+    /// A TOML syntax or type error, with the key named where the message or the line tells it.
+    pub fn toml_error(&self, e: &toml::de::Error) -> ContractError {
+        let offset = e.span().map_or(0, |s| s.start);
+        let message = e.message().trim().to_string();
+        let named = ["unknown field `", "missing field `", "duplicate key `", "duplicate field `"]
+            .iter()
+            .find_map(|p| message.split_once(p).and_then(|(_, rest)| rest.split_once('`')).map(|(k, _)| k.to_string()));
+        let key = named.unwrap_or_else(|| {
+            let line = self.text.lines().nth(self.line_of(offset) - 1).unwrap_or("");
+            line.split_once('=').map_or_else(|| line.trim().to_string(), |(k, _)| k.trim().trim_start_matches('{').trim().to_string())
+        });
+        self.error(offset, if key.is_empty() { "(document)".to_string() } else { key }, message)
+    }
+}
+
+impl Contract {
+    pub fn load(path: &Path, display: &str) -> Result<Contract, ContractError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ContractError { file: display.to_string(), line: 0, key: "(file)".into(), message: e.to_string() })?;
+        Contract::parse(display, &text)
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<Contract, ContractError> {
+        let source = Source { file, text };
+        let raw: RawContract = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
+
+        let op = engine::ops::find(raw.op.get_ref()).ok_or_else(|| {
+            let known: Vec<&str> = engine::ops::registry().iter().map(|o| o.name).collect();
+            source.error(raw.op.span().start, "op", format!("unknown op `{}` (the engine has: {})", raw.op.get_ref(), known.join(", ")))
+        })?;
+        let tensor_names = || op.tensors.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
+        let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
+
+        // the reference: oracle and the default tolerance of every output
+        let oracle = oracle::find(raw.reference.oracle.get_ref()).ok_or_else(|| {
+            source.error(
+                raw.reference.oracle.span().start,
+                "reference.oracle",
+                format!("unknown oracle `{}` (known: {})", raw.reference.oracle.get_ref(), oracle::names().join(", ")),
+            )
+        })?;
+        let default_tolerances =
+            tolerances(&source, "reference", &raw.reference.tolerance, raw.reference.reason.as_deref(), &outputs, None)?;
+
+        // records
+        if raw.record.is_empty() {
+            return Err(source.error(0, "record", "a contract needs at least one [[record]]"));
+        }
+        let mut records: Vec<Record> = Vec::new();
+        for (i, spanned) in raw.record.iter().enumerate() {
+            let r = spanned.get_ref();
+            let key = format!("record[{i}]");
+            let name = r.name.get_ref().trim().to_string();
+            if name.is_empty() || records.iter().any(|x| x.name == name) {
+                return Err(source.error(r.name.span().start, format!("{key}.name"), format!("record name `{name}` is empty or used twice")));
+            }
+            let mut dtypes = BTreeMap::new();
+            for (tensor, dtype) in &r.dtypes {
+                let at = dtype.span().start;
+                let dkey = format!("{key}.dtypes.{tensor}");
+                let spec = op
+                    .tensor(tensor)
+                    .ok_or_else(|| source.error(at, &dkey, format!("op {} has no tensor `{tensor}` (its tensors: {})", op.name, tensor_names())))?;
+                let d: DType = dtype.get_ref().parse().map_err(|e: engine::EngineError| source.error(at, &dkey, e.to_string()))?;
+                if !spec.dtypes.contains(&d) {
+                    let allowed: Vec<&str> = spec.dtypes.iter().map(|d| d.name()).collect();
+                    return Err(source.error(at, &dkey, format!("tensor `{tensor}` of {} takes {}, not {d}", op.name, allowed.join(" or "))));
+                }
+                dtypes.insert(tensor.clone(), d);
+            }
+            for spec in op.tensors {
+                if !dtypes.contains_key(spec.name) {
+                    if let [only] = spec.dtypes {
+                        dtypes.insert(spec.name.to_string(), *only);
+                    } else {
+                        let allowed: Vec<&str> = spec.dtypes.iter().map(|d| d.name()).collect();
+                        return Err(source.error(
+                            spanned.span().start,
+                            format!("{key}.dtypes"),
+                            format!("no dtype for tensor `{}` (it takes {})", spec.name, allowed.join(", ")),
+                        ));
+                    }
+                }
+            }
+            let tolerances = match &r.tolerance {
+                Some(t) => tolerances(&source, &key, t, r.reason.as_deref(), &outputs, Some(&default_tolerances))?,
+                None => default_tolerances.clone(),
+            };
+            records.push(Record { name, dtypes, tolerances });
+        }
+
+        // shape cases: every symbol of the op given, nothing else, every shape positive and bounded
+        if raw.shapes.cases.is_empty() {
+            return Err(source.error(0, "shapes.cases", "a contract needs at least one shape case"));
+        }
+        let shapes: Vec<(&str, ShapeExpr)> = op.tensors.iter().map(|t| (t.name, ShapeExpr::parse(t.shape).expect("engine signature"))).collect();
+        let mut cases = Vec::new();
+        for (i, case) in raw.shapes.cases.iter().enumerate() {
+            let key = format!("shapes.cases[{i}]");
+            let at = case.span().start;
+            let mut symbols = Symbols::new();
+            for (name, value) in case.get_ref() {
+                if !op.symbols.contains(&name.as_str()) {
+                    return Err(source.error(
+                        value.span().start,
+                        format!("{key}.{name}"),
+                        format!("undefined shape symbol `{name}`: op {} has {}", op.name, op.symbols.join(", ")),
+                    ));
+                }
+                if *value.get_ref() <= 0 {
+                    return Err(source.error(value.span().start, format!("{key}.{name}"), format!("`{name}` = {} must be positive", value.get_ref())));
+                }
+                symbols.insert(name.clone(), *value.get_ref());
+            }
+            if let Some(missing) = op.symbols.iter().find(|s| !symbols.contains_key(**s)) {
+                return Err(source.error(at, &key, format!("undefined shape symbol `{missing}`: the case must give {}", op.symbols.join(", "))));
+            }
+            let mut tensor_shapes = BTreeMap::new();
+            for (name, shape) in &shapes {
+                let dims = shape.evaluate(&symbols).map_err(|e| source.error(at, &key, format!("tensor `{name}`: {e}")))?;
+                let bytes = dims
+                    .iter()
+                    .try_fold(op.tensor(name).unwrap().dtypes.iter().map(|d| d.size()).max().unwrap_or(1), |a, d| a.checked_mul(*d));
+                match bytes {
+                    Some(b) if b <= MAX_TENSOR_BYTES => {}
+                    _ => {
+                        return Err(source.error(
+                            at,
+                            &key,
+                            format!("tensor `{name}` of shape {dims:?} is over the {} MiB cap", MAX_TENSOR_BYTES >> 20),
+                        ));
+                    }
+                }
+                tensor_shapes.insert(name.to_string(), dims);
+            }
+            cases.push(Case { symbols, shapes: tensor_shapes });
+        }
+
+        // inputs: a generator for every input tensor, none for anything else
+        let mut inputs = BTreeMap::new();
+        for (name, text) in &raw.inputs {
+            let at = text.span().start;
+            let key = format!("inputs.{name}");
+            match op.tensor(name) {
+                Some(t) if t.role == Role::Input => {}
+                Some(_) => return Err(source.error(at, &key, format!("`{name}` is an output of {}, not an input", op.name))),
+                None => return Err(source.error(at, &key, format!("op {} has no tensor `{name}` (its tensors: {})", op.name, tensor_names()))),
+            }
+            let generator = Generator::parse(text.get_ref()).map_err(|e| source.error(at, &key, e))?;
+            if let Some(s) = generator.symbols().into_iter().find(|s| !op.symbols.contains(s)) {
+                return Err(source.error(at, &key, format!("undefined shape symbol `{s}`: op {} has {}", op.name, op.symbols.join(", "))));
+            }
+            for (i, case) in cases.iter().enumerate() {
+                if let Generator::Int { low, high } = &generator {
+                    let (l, h) = (low.evaluate(&case.symbols), high.evaluate(&case.symbols));
+                    if !matches!((l, h), (Ok(l), Ok(h)) if l < h) {
+                        return Err(source.error(at, &key, format!("an empty or undefined range in shapes.cases[{i}]")));
+                    }
+                }
+            }
+            inputs.insert(name.clone(), generator);
+        }
+        if let Some(missing) = op.tensors.iter().find(|t| t.role == Role::Input && !inputs.contains_key(t.name)) {
+            return Err(source.error(0, "inputs", format!("no generator for input tensor `{}`", missing.name)));
+        }
+
+        let mut findings = Vec::new();
+        for (i, f) in raw.finding.iter().enumerate() {
+            let raw_finding = f.get_ref();
+            let gate = Gate::parse(raw_finding.gate.get_ref()).map_err(|e| source.error(raw_finding.gate.span().start, format!("finding[{i}].gate"), e))?;
+            if raw_finding.reason.trim().is_empty() {
+                return Err(source.error(f.span().start, format!("finding[{i}].reason"), "a finding needs its reason"));
+            }
+            if let Some(record) = &raw_finding.record {
+                if !records.iter().any(|r| &r.name == record) {
+                    return Err(source.error(f.span().start, format!("finding[{i}].record"), format!("no record named `{record}`")));
+                }
+            }
+            findings.push(Finding {
+                gate,
+                arch: raw_finding.arch.clone(),
+                record: raw_finding.record.clone(),
+                reason: raw_finding.reason.clone(),
+                line: source.line_of(f.span().start),
+            });
+        }
+
+        Ok(Contract {
+            file: file.to_string(),
+            op,
+            about: raw.about,
+            records,
+            cases,
+            inputs,
+            oracle_name: raw.reference.oracle.get_ref().clone(),
+            oracle,
+            findings,
+        })
+    }
+
+    pub fn record(&self, name: &str) -> Option<&Record> {
+        self.records.iter().find(|r| r.name == name)
+    }
+}
+
+type ToleranceMap = BTreeMap<String, (Tolerance, Option<String>)>;
+
+fn tolerances(
+    source: &Source,
+    table: &str,
+    raw: &Spanned<RawTolerance>,
+    reason: Option<&str>,
+    outputs: &[&str],
+    defaults: Option<&ToleranceMap>,
+) -> Result<ToleranceMap, ContractError> {
+    let at = raw.span().start;
+    let key = format!("{table}.tolerance");
+    let reason = reason.map(str::trim).filter(|r| !r.is_empty()).map(str::to_string);
+    let parse = |text: &str, key: &str| -> Result<(Tolerance, Option<String>), ContractError> {
+        let t = Tolerance::parse(text).map_err(|e| source.error(at, key, e))?;
+        if t.needs_reason() && reason.is_none() {
+            return Err(source.error(at, key, format!("`{text}` needs a stated reason: add `reason = \"...\"` to [{table}]")));
+        }
+        Ok((t, reason.clone()))
+    };
+    let mut map = ToleranceMap::new();
+    match raw.get_ref() {
+        RawTolerance::All(text) => {
+            let t = parse(text, &key)?;
+            for o in outputs {
+                map.insert(o.to_string(), t.clone());
+            }
+        }
+        RawTolerance::PerOutput(per) => {
+            for (output, text) in per {
+                if !outputs.contains(&output.as_str()) {
+                    return Err(source.error(at, format!("{key}.{output}"), format!("`{output}` is not an output (outputs: {})", outputs.join(", "))));
+                }
+                map.insert(output.clone(), parse(text, &format!("{key}.{output}"))?);
+            }
+            for o in outputs {
+                if !map.contains_key(*o) {
+                    match defaults.and_then(|d| d.get(*o)) {
+                        Some(t) => {
+                            map.insert(o.to_string(), t.clone());
+                        }
+                        None => return Err(source.error(at, &key, format!("no tolerance for output `{o}`"))),
+                    }
+                }
+            }
+        }
+    }
+    Ok(map)
+}
+
+/// A planted faulty kernel and the gate at which it must go red.
+#[derive(Clone, Debug)]
+pub struct Control {
+    pub file: String,
+    pub contract: String,
+    pub record: String,
+    pub gate: Gate,
+    pub bug: String,
+    /// The faulty kernel source (absolute) and as reports show it.
+    pub source: PathBuf,
+    pub source_display: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawControl {
+    contract: Spanned<String>,
+    record: Spanned<String>,
+    gate: Spanned<String>,
+    bug: String,
+    source: Spanned<String>,
+}
+
+impl Control {
+    /// `dir` is the folder of the control; `repository` the root reports name paths from.
+    pub fn parse(file: &str, text: &str, dir: &Path, repository: &Path) -> Result<Control, ContractError> {
+        let source = Source { file, text };
+        let raw: RawControl = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
+        let gate = Gate::parse(raw.gate.get_ref()).map_err(|e| source.error(raw.gate.span().start, "gate", e))?;
+        let bug = raw.bug.trim().to_string();
+        if bug.is_empty() || bug.contains('\n') {
+            return Err(source.error(0, "bug", "the bug must be said in one line"));
+        }
+        let at = raw.source.span().start;
+        let relative = Path::new(raw.source.get_ref());
+        if relative.is_absolute() || relative.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+            return Err(source.error(at, "source", format!("`{}` must be a file beside the control", relative.display())));
+        }
+        let kernel = dir.join(relative);
+        if !kernel.is_file() {
+            return Err(source.error(at, "source", format!("no such file {}", kernel.display())));
+        }
+        let source_display = kernel.strip_prefix(repository).unwrap_or(&kernel).display().to_string();
+        Ok(Control {
+            file: file.to_string(),
+            contract: raw.contract.get_ref().clone(),
+            record: raw.record.get_ref().clone(),
+            gate,
+            bug,
+            source: kernel,
+            source_display,
+        })
+    }
+
+    pub fn load(path: &Path, display: &str, repository: &Path) -> Result<Control, ContractError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ContractError { file: display.to_string(), line: 0, key: "(file)".into(), message: e.to_string() })?;
+        Control::parse(display, &text, path.parent().unwrap_or(Path::new(".")), repository)
+    }
+}

@@ -1,0 +1,585 @@
+//! The runner: loads contracts and controls, builds their kernels, runs every record and
+//! control through the engine's op launchers and gates 1-3, and emits one event per result.
+//! It decides outcomes; reporters (report.rs) turn events into lines, JSON and the SUMMARY.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use engine::backend::{Backend, BlockOrder, KernelSource, Module, Schedule};
+use engine::ops::{OpCall, Role};
+use engine::tensor::Tensor;
+use serde::Serialize;
+
+use crate::contract::{Case, Contract, ContractError, Control, Record};
+use crate::format;
+use crate::gate::Gate;
+use crate::gates::{self, Failure, Metrics};
+use crate::inputs::tensor_seed;
+use crate::oracle::OracleInput;
+
+/// What a run covers and how.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Reports name paths relative to this folder (the repository).
+    pub root: PathBuf,
+    pub contracts_dir: PathBuf,
+    pub controls_dir: PathBuf,
+    pub kernels_dir: PathBuf,
+    /// Run only these ops (all when empty).
+    pub only: Vec<String>,
+    pub run_controls: bool,
+    pub seed: u64,
+    /// Launches per case for the repeat gate (at least 3).
+    pub repeats: usize,
+}
+
+pub const DEFAULT_SEED: u64 = 0x6b65_726e_656c;
+
+/// Output poison of launch l: a NaN pattern first, then zeros, then a finite pattern.
+pub fn output_poison(launch: usize) -> u8 {
+    [0xff, 0x00, 0x5a, 0xa5, 0x3c][launch % 5]
+}
+
+/// The schedule of launch l: shared-memory poison, block order and wake order all change,
+/// so a result that depends on scheduling differs between repeats every time.
+pub fn launch_schedule(launch: usize, seed: u64) -> Schedule {
+    let block_order = match launch % 3 {
+        0 => BlockOrder::Linear,
+        1 => BlockOrder::Reversed,
+        _ => BlockOrder::Shuffled(seed ^ launch as u64),
+    };
+    Schedule { shared_poison: Some([0xff, 0x00, 0xa5, 0x5a, 0x3c][launch % 5]), block_order, wake_reverse: launch % 2 == 1 }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    KnownFinding,
+    Fail,
+    Error,
+    RedAsPlanted,
+    Missed,
+}
+
+/// A gate that went red: its first failing case and tensor.
+#[derive(Clone, Debug, Serialize)]
+pub struct GateFailure {
+    pub gate: Gate,
+    pub case_index: usize,
+    pub case: String,
+    pub tensor: String,
+    pub failure: Failure,
+    /// Other failures of this gate in the same case (another tensor, a guard band).
+    pub also: Vec<String>,
+    /// Indices of every case where the gate went red.
+    pub failing_cases: Vec<usize>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ControlInfo {
+    pub file: String,
+    pub bug: String,
+    pub gate: Gate,
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseReport {
+    pub symbols: BTreeMap<String, i64>,
+    pub seeds: BTreeMap<String, u64>,
+    pub outputs: BTreeMap<String, Metrics>,
+    pub blocks: u64,
+    pub switches: u64,
+    pub inactive_lane_reads: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordResult {
+    pub op: String,
+    pub record: String,
+    pub contract_file: String,
+    pub control: Option<ControlInfo>,
+    pub outcome: Outcome,
+    pub gates_run: Vec<Gate>,
+    /// Every gate that went red, in gate order.
+    pub failures: Vec<GateFailure>,
+    /// Findings that covered a red gate, and stale ones (which fail the record).
+    pub findings: Vec<String>,
+    pub stale_findings: Vec<String>,
+    pub error: Option<String>,
+    pub tolerances: BTreeMap<String, String>,
+    pub cases: Vec<CaseReport>,
+    pub seconds: f64,
+}
+
+impl RecordResult {
+    pub fn elements(&self) -> usize {
+        self.cases.iter().flat_map(|c| c.outputs.values()).map(|m| m.elements).sum()
+    }
+
+    pub fn failed(&self, gate: Gate) -> bool {
+        self.failures.iter().any(|f| f.gate == gate)
+    }
+}
+
+pub enum Event<'a> {
+    Started { arch: &'a str, backend: &'a str, toolchain: &'a str },
+    ContractError(&'a ContractError),
+    Record(&'a RecordResult),
+    Control(&'a RecordResult),
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timing {
+    pub build_seconds: f64,
+    pub run_seconds: f64,
+    pub total_seconds: f64,
+    pub modules_built: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub arch: String,
+    pub backend: String,
+    pub toolchain: String,
+    pub seed: u64,
+    pub repeats: usize,
+    pub gates_run: Vec<Gate>,
+    pub contract_errors: Vec<ContractError>,
+    pub records: Vec<RecordResult>,
+    pub controls: Vec<RecordResult>,
+    pub timing: Timing,
+}
+
+impl Serialize for ContractError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("ContractError", 4)?;
+        st.serialize_field("file", &self.file)?;
+        st.serialize_field("line", &self.line)?;
+        st.serialize_field("key", &self.key)?;
+        st.serialize_field("message", &self.message)?;
+        st.end()
+    }
+}
+
+/// The gates a backend runs: 1-3 everywhere; limits and seams come with the backends and
+/// contracts that define them.
+pub fn gates_for(_backend: &dyn Backend) -> Vec<Gate> {
+    vec![Gate::Nonfinite, Gate::Repeat, Gate::Shapes]
+}
+
+fn display(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
+}
+
+fn toml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(&Event)) -> RunReport {
+    let started = Instant::now();
+    let arch = backend.arch();
+    let toolchain = backend.toolchain();
+    on_event(&Event::Started { arch: &arch, backend: backend.name(), toolchain: &toolchain });
+    let gates_run = gates_for(backend);
+    let mut report = RunReport {
+        arch: arch.clone(),
+        backend: backend.name().to_string(),
+        toolchain: toolchain.clone(),
+        seed: settings.seed,
+        repeats: settings.repeats,
+        gates_run: gates_run.clone(),
+        contract_errors: Vec::new(),
+        records: Vec::new(),
+        controls: Vec::new(),
+        timing: Timing::default(),
+    };
+
+    // contracts, one op each
+    let mut contracts: Vec<Contract> = Vec::new();
+    if !settings.contracts_dir.is_dir() {
+        report.contract_errors.push(ContractError {
+            file: display(&settings.root, &settings.contracts_dir),
+            line: 0,
+            key: "(folder)".into(),
+            message: "no contracts folder".into(),
+        });
+    }
+    for path in toml_files(&settings.contracts_dir) {
+        match Contract::load(&path, &display(&settings.root, &path)) {
+            Ok(c) => {
+                if let Some(first) = contracts.iter().find(|x| x.op.name == c.op.name) {
+                    report.contract_errors.push(ContractError {
+                        file: c.file.clone(),
+                        line: 1,
+                        key: "op".into(),
+                        message: format!("op `{}` already has a contract: {}", c.op.name, first.file),
+                    });
+                } else if settings.only.is_empty() || settings.only.iter().any(|o| o == c.op.name) {
+                    contracts.push(c);
+                }
+            }
+            Err(e) => report.contract_errors.push(e),
+        }
+    }
+    let mut controls: Vec<Control> = Vec::new();
+    if settings.run_controls {
+        for path in toml_files(&settings.controls_dir) {
+            let control = Control::load(&path, &display(&settings.root, &path), &settings.root).and_then(|c| {
+                let source = crate::contract::Source { file: &c.file, text: "" };
+                if !settings.only.is_empty() && !settings.only.contains(&c.contract) {
+                    return Ok(None);
+                }
+                let contract = contracts.iter().find(|k| k.op.name == c.contract).ok_or_else(|| {
+                    source.error(0, "contract", format!("no loaded contract for op `{}`", c.contract))
+                })?;
+                if contract.record(&c.record).is_none() {
+                    let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
+                    return Err(source.error(0, "record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; "))));
+                }
+                if !gates_run.contains(&c.gate) {
+                    return Err(source.error(0, "gate", format!("gate {} does not run on {}", c.gate, arch)));
+                }
+                Ok(Some(c))
+            });
+            match control {
+                Ok(Some(c)) => controls.push(c),
+                Ok(None) => {}
+                Err(mut e) => {
+                    if e.line == 0 {
+                        e.line = 1;
+                    }
+                    report.contract_errors.push(e)
+                }
+            }
+        }
+    }
+    for e in &report.contract_errors {
+        on_event(&Event::ContractError(e));
+    }
+
+    // build every kernel source first, on all cores
+    let build_started = Instant::now();
+    let mut sources: Vec<KernelSource> = Vec::new();
+    for c in &contracts {
+        sources.push(kernel_source(settings, &settings.kernels_dir.join(c.op.source), c.op.symbol));
+    }
+    for c in &controls {
+        let op = contracts.iter().find(|k| k.op.name == c.contract).unwrap().op;
+        sources.push(kernel_source(settings, &c.source, op.symbol));
+    }
+    let modules = build_all(backend, &sources);
+    report.timing.build_seconds = build_started.elapsed().as_secs_f64();
+    report.timing.modules_built = sources.len();
+
+    let run_started = Instant::now();
+    for contract in &contracts {
+        let module = &modules[&settings.kernels_dir.join(contract.op.source)];
+        for record in &contract.records {
+            let result = run_record(backend, settings, contract, record, module, None, &gates_run);
+            on_event(&Event::Record(&result));
+            report.records.push(result);
+        }
+    }
+    for control in &controls {
+        let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
+        let record = contract.record(&control.record).unwrap();
+        let module = &modules[&control.source];
+        let result = run_record(backend, settings, contract, record, module, Some(control), &gates_run);
+        on_event(&Event::Control(&result));
+        report.controls.push(result);
+    }
+    report.timing.run_seconds = run_started.elapsed().as_secs_f64();
+    report.timing.total_seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource {
+    KernelSource {
+        path: path.to_path_buf(),
+        display_path: display(&settings.root, path),
+        kernels: vec![symbol.to_string()],
+        include_dirs: vec![settings.kernels_dir.clone()],
+    }
+}
+
+type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
+
+fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Built::new());
+    let threads = engine::backend::host::worker_count().clamp(1, 8);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(source) = sources.get(i) else { break };
+                    let module = backend.load_module(source).map_err(|e| error_chain(&e));
+                    results.lock().unwrap().insert(source.path.clone(), module);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap()
+}
+
+/// An error with every cause, as one message.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+fn run_record(
+    backend: &dyn Backend,
+    settings: &Settings,
+    contract: &Contract,
+    record: &Record,
+    module: &Result<Arc<dyn Module>, String>,
+    control: Option<&Control>,
+    gates_run: &[Gate],
+) -> RecordResult {
+    let started = Instant::now();
+    let mut result = RecordResult {
+        op: contract.op.name.to_string(),
+        record: record.name.clone(),
+        contract_file: contract.file.clone(),
+        control: control.map(|c| ControlInfo { file: c.file.clone(), bug: c.bug.clone(), gate: c.gate, source: c.source_display.clone() }),
+        outcome: Outcome::Pass,
+        gates_run: gates_run.to_vec(),
+        failures: Vec::new(),
+        findings: Vec::new(),
+        stale_findings: Vec::new(),
+        error: None,
+        tolerances: record.tolerances.iter().map(|(k, (t, _))| (k.clone(), t.to_string())).collect(),
+        cases: Vec::new(),
+        seconds: 0.0,
+    };
+    match module {
+        Err(e) => result.error = Some(e.clone()),
+        Ok(module) => {
+            for (index, case) in contract.cases.iter().enumerate() {
+                match run_case(backend, settings, contract, record, module.as_ref(), index, case) {
+                    Ok((case_report, failures)) => {
+                        result.cases.push(case_report);
+                        for (gate, tensor, failure) in failures {
+                            match result.failures.iter_mut().find(|f| f.gate == gate) {
+                                Some(existing) if existing.case_index == index => existing.also.push(format!("{tensor}: {}", failure.message)),
+                                Some(existing) => {
+                                    if !existing.failing_cases.contains(&index) {
+                                        existing.failing_cases.push(index)
+                                    }
+                                }
+                                None => result.failures.push(GateFailure {
+                                    gate,
+                                    case_index: index,
+                                    case: case.describe(contract.op),
+                                    tensor,
+                                    failure,
+                                    also: Vec::new(),
+                                    failing_cases: vec![index],
+                                }),
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        result.error = Some(format!("case {}: {e}", case.describe(contract.op)));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    result.failures.sort_by_key(|f| f.gate);
+    result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run);
+    result.seconds = started.elapsed().as_secs_f64();
+    result
+}
+
+/// One function decides a record's outcome: findings cover red gates for their arch and
+/// record; a finding whose gate now passes is stale and fails the record.
+fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Control>, arch: &str, gates_run: &[Gate]) -> Outcome {
+    if let Some(control) = control {
+        return if result.error.is_none() && result.failed(control.gate) { Outcome::RedAsPlanted } else { Outcome::Missed };
+    }
+    if result.error.is_some() {
+        return Outcome::Error;
+    }
+    let applicable: Vec<_> = contract
+        .findings
+        .iter()
+        .filter(|f| f.arch == arch && gates_run.contains(&f.gate) && f.record.as_ref().is_none_or(|r| *r == result.record))
+        .collect();
+    let mut uncovered = false;
+    for failure in &result.failures {
+        match applicable.iter().find(|f| f.gate == failure.gate) {
+            Some(f) => result.findings.push(format!("{}: {}", f.gate, f.reason)),
+            None => uncovered = true,
+        }
+    }
+    for f in &applicable {
+        if !result.failed(f.gate) {
+            result.stale_findings.push(format!(
+                "the known finding at {} ({}:{}) is stale: the gate passes now; remove it",
+                f.gate, contract.file, f.line
+            ));
+        }
+    }
+    if uncovered || !result.stale_findings.is_empty() {
+        Outcome::Fail
+    } else if !result.findings.is_empty() {
+        Outcome::KnownFinding
+    } else {
+        Outcome::Pass
+    }
+}
+
+type CaseFailures = Vec<(Gate, String, Failure)>;
+
+fn run_case(
+    backend: &dyn Backend,
+    settings: &Settings,
+    contract: &Contract,
+    record: &Record,
+    module: &dyn Module,
+    index: usize,
+    case: &Case,
+) -> Result<(CaseReport, CaseFailures), String> {
+    let op = contract.op;
+    let text = |e: engine::EngineError| error_chain(&e);
+    let mut tensors: BTreeMap<String, Tensor> = BTreeMap::new();
+    let mut input_bytes: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut input_values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut seeds = BTreeMap::new();
+    for spec in op.tensors {
+        let dtype = record.dtypes[spec.name];
+        let shape = &case.shapes[spec.name];
+        let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
+        if spec.role == Role::Input {
+            let seed = tensor_seed(settings.seed, op.name, spec.name, index);
+            let bytes = contract.inputs[spec.name].generate(dtype, tensor.elements(), seed, &case.symbols).map_err(|e| format!("inputs.{}: {e}", spec.name))?;
+            tensor.write(&bytes).map_err(text)?;
+            input_values.insert(spec.name.to_string(), bytes.chunks(dtype.size()).map(|c| dtype.decode(c)).collect());
+            input_bytes.insert(spec.name.to_string(), bytes);
+            seeds.insert(spec.name.to_string(), seed);
+        }
+        tensors.insert(spec.name.to_string(), tensor);
+    }
+    let want = (contract.oracle)(&OracleInput { symbols: &case.symbols, inputs: &input_values })
+        .map_err(|e| format!("oracle {}: {e}", contract.oracle_name))?;
+    let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
+    for name in &outputs {
+        let expected = tensors[*name].elements();
+        let given = want.get(*name).map_or(0, Vec::len);
+        if given != expected {
+            return Err(format!("oracle {} gave {given} values for `{name}` of {expected} elements", contract.oracle_name));
+        }
+    }
+
+    let repeats = settings.repeats.max(3);
+    let mut launches: BTreeMap<&str, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut poisons: BTreeMap<&str, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut report = CaseReport {
+        symbols: case.symbols.clone(),
+        seeds,
+        outputs: BTreeMap::new(),
+        blocks: 0,
+        switches: 0,
+        inactive_lane_reads: 0,
+    };
+    for launch in 0..repeats {
+        for name in &outputs {
+            let size = tensors[*name].dtype.size();
+            let pattern = vec![output_poison(launch); size];
+            tensors.get_mut(*name).unwrap().fill(&pattern).map_err(text)?;
+            poisons.entry(name).or_default().push(pattern);
+        }
+        let call = OpCall { op, symbols: &case.symbols, tensors: &tensors, schedule: launch_schedule(launch, settings.seed) };
+        let stats = (op.launch)(module, &call).map_err(text)?;
+        if launch == 0 {
+            report.blocks = stats.blocks;
+            report.switches = stats.switches;
+        }
+        report.inactive_lane_reads = report.inactive_lane_reads.max(stats.inactive_lane_reads);
+        for name in &outputs {
+            launches.entry(name).or_default().push(tensors[*name].read().map_err(text)?);
+        }
+    }
+
+    let mut failures: CaseFailures = Vec::new();
+    for name in &outputs {
+        let tensor = &tensors[*name];
+        let (dtype, shape) = (tensor.dtype, &tensor.shape);
+        let first = &launches[name][0];
+        if let Some(f) = gates::nonfinite(dtype, shape, first) {
+            failures.push((Gate::Nonfinite, name.to_string(), f));
+        }
+        if let Some(f) = gates::repeat(dtype, shape, &launches[name], &poisons[name]) {
+            failures.push((Gate::Repeat, name.to_string(), f));
+        }
+        let (tolerance, _) = &record.tolerances[*name];
+        let (metrics, failure) = gates::compare(dtype, shape, first, &want[*name], tolerance);
+        if let Some(f) = failure {
+            failures.push((Gate::Shapes, name.to_string(), f));
+        }
+        report.outputs.insert(name.to_string(), metrics);
+    }
+    // shapes also means: nothing written outside any tensor, no input changed
+    for spec in op.tensors {
+        let tensor = &tensors[spec.name];
+        if let Some(damage) = tensor.guard_damage().map_err(text)? {
+            let elements = tensor.elements() as i64;
+            let place = if damage.first_element >= elements {
+                let past = damage.first_element - elements + 1;
+                format!("{} ({} past the end)", format::coordinates_text(&tensor.shape, damage.first_element as usize), format::plural(past as usize, "element"))
+            } else {
+                format::plural(-damage.first_element as usize, "element") + " before the start"
+            };
+            let message = format!("guard band written: {} outside the tensor, nearest {place}", format::plural(damage.elements, "element"));
+            failures.push((Gate::Shapes, spec.name.to_string(), Failure { count: damage.elements, total: tensor.elements(), first: None, message }));
+        }
+        if spec.role == Role::Input {
+            let now = tensor.read().map_err(text)?;
+            let before = &input_bytes[spec.name];
+            let size = tensor.dtype.size();
+            let changed: Vec<usize> = (0..tensor.elements()).filter(|i| now[i * size..(i + 1) * size] != before[i * size..(i + 1) * size]).collect();
+            if let Some(&first) = changed.first() {
+                let message = format!(
+                    "input changed: {} of {} elements, first {}: was {} now {}",
+                    format::count(changed.len()),
+                    format::count(tensor.elements()),
+                    format::coordinates_text(&tensor.shape, first),
+                    format::value_and_bits(tensor.dtype, tensor.dtype.decode(&before[first * size..]), tensor.dtype.bits(&before[first * size..])),
+                    format::value_and_bits(tensor.dtype, tensor.dtype.decode(&now[first * size..]), tensor.dtype.bits(&now[first * size..]))
+                );
+                failures.push((Gate::Shapes, spec.name.to_string(), Failure {
+                    count: changed.len(),
+                    total: tensor.elements(),
+                    first: Some(format::coordinates(&tensor.shape, first)),
+                    message,
+                }));
+            }
+        }
+    }
+    Ok((report, failures))
+}
+
+/// A contract error as one printed line, for the JSON report.
+#[derive(Serialize)]
+pub struct ContractErrorView {
+    pub line: String,
+}

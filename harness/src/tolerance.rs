@@ -1,0 +1,172 @@
+//! Tolerance models: how far a kernel's output may be from the f64 oracle. `exact` and
+//! `ulp(N)` compare against the oracle rounded to the output type (to nearest even);
+//! `rtol/atol` bounds the error before the store's own rounding, so one unit in the last
+//! place of the output type is allowed on top, and it needs a stated reason.
+
+use engine::DType;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tolerance {
+    Exact,
+    Ulp(u64),
+    Relative { rtol: f64, atol: f64 },
+}
+
+impl Tolerance {
+    /// `exact`, `ulp(4)`, `rtol=1e-5, atol=1e-6` (either part may stand alone).
+    pub fn parse(text: &str) -> Result<Tolerance, String> {
+        let t = text.trim();
+        if t == "exact" {
+            return Ok(Tolerance::Exact);
+        }
+        if let Some(inner) = t.strip_prefix("ulp(").and_then(|r| r.strip_suffix(')')) {
+            return inner
+                .trim()
+                .parse::<u64>()
+                .map(Tolerance::Ulp)
+                .map_err(|_| format!("`{t}`: ulp takes a whole number of units"));
+        }
+        if t.starts_with("rtol") || t.starts_with("atol") {
+            let (mut rtol, mut atol) = (0.0, 0.0);
+            for part in t.split(',') {
+                let (key, value) = part.split_once('=').ok_or_else(|| format!("`{t}`: expected `rtol=X, atol=Y`"))?;
+                let value: f64 = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| format!("`{t}`: `{}` is not a non-negative number", value.trim()))?;
+                match key.trim() {
+                    "rtol" => rtol = value,
+                    "atol" => atol = value,
+                    other => return Err(format!("`{t}`: unknown bound `{other}` (rtol, atol)")),
+                }
+            }
+            return Ok(Tolerance::Relative { rtol, atol });
+        }
+        Err(format!("unknown tolerance model `{t}` (exact, ulp(N), rtol=X, atol=Y)"))
+    }
+
+    pub fn needs_reason(&self) -> bool {
+        matches!(self, Tolerance::Relative { .. })
+    }
+
+    /// Does `got` (an element of `dtype`) meet `want` (the f64 oracle)?
+    pub fn accepts(&self, dtype: DType, got: f64, want: f64) -> bool {
+        if got.is_nan() || want.is_nan() {
+            return got.is_nan() && want.is_nan();
+        }
+        let rounded = round_to(dtype, want);
+        match self {
+            Tolerance::Exact => got.to_bits() == rounded.to_bits() || (got == 0.0 && rounded == 0.0 && got.to_bits() == rounded.to_bits()),
+            Tolerance::Ulp(n) => ulp_distance(dtype, got, rounded) <= *n,
+            Tolerance::Relative { rtol, atol } => (got - want).abs() <= atol + rtol * want.abs() + unit_in_last_place(dtype, want),
+        }
+    }
+}
+
+impl std::fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tolerance::Exact => write!(f, "exact"),
+            Tolerance::Ulp(n) => write!(f, "ulp({n})"),
+            Tolerance::Relative { rtol, atol } => write!(f, "rtol={rtol:e}, atol={atol:e}"),
+        }
+    }
+}
+
+/// The oracle value as the output type holds it (round to nearest even).
+pub fn round_to(dtype: DType, value: f64) -> f64 {
+    let mut bytes = [0u8; 8];
+    dtype.encode(value, &mut bytes);
+    dtype.decode(&bytes)
+}
+
+/// The oracle value's bits in the output type, for reports.
+pub fn bits_in(dtype: DType, value: f64) -> u64 {
+    let mut bytes = [0u8; 8];
+    dtype.encode(value, &mut bytes);
+    dtype.bits(&bytes)
+}
+
+/// Units in the last place of `dtype` between two values of that type: the distance of
+/// their positions on the type's ordered line of values (+0 and -0 are one point).
+pub fn ulp_distance(dtype: DType, a: f64, b: f64) -> u64 {
+    if a.is_nan() || b.is_nan() {
+        return u64::MAX;
+    }
+    if !dtype.is_float() {
+        return (a - b).abs() as u64;
+    }
+    let ordinal = |v: f64| -> i64 {
+        let bits = bits_in(dtype, v) as i64;
+        let sign_bit = 1i64 << (dtype.size() * 8 - 1);
+        if bits & sign_bit != 0 { -(bits & (sign_bit - 1)) } else { bits }
+    };
+    ordinal(a).abs_diff(ordinal(b))
+}
+
+/// The spacing of `dtype`'s values at `value`.
+pub fn unit_in_last_place(dtype: DType, value: f64) -> f64 {
+    if !dtype.is_float() {
+        return 0.0;
+    }
+    let rounded = round_to(dtype, value.abs());
+    let mut bytes = [0u8; 8];
+    dtype.encode(rounded, &mut bytes);
+    let bits = dtype.bits(&bytes) + 1;
+    let mut next = bits.to_le_bytes();
+    next[dtype.size()..].fill(0);
+    let up = dtype.decode(&next);
+    if up.is_finite() { up - rounded } else { rounded - round_to(dtype, rounded * (1.0 - f64::EPSILON)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_three_models() {
+        assert_eq!(Tolerance::parse("exact").unwrap(), Tolerance::Exact);
+        assert_eq!(Tolerance::parse("ulp(4)").unwrap(), Tolerance::Ulp(4));
+        assert_eq!(Tolerance::parse("rtol=1e-5, atol=1e-6").unwrap(), Tolerance::Relative { rtol: 1e-5, atol: 1e-6 });
+        for bad in ["close", "ulp(-1)", "ulp(x)", "rtol=abc", "rtol=1e-5, btol=1", "rtol=-1"] {
+            assert!(Tolerance::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Tolerance::parse("rtol=1e-3").unwrap().needs_reason());
+        assert!(!Tolerance::Ulp(2).needs_reason());
+    }
+
+    #[test]
+    fn exact_compares_against_the_oracle_rounded_to_the_output_type() {
+        let third = 1.0 / 3.0;
+        assert!(Tolerance::Exact.accepts(DType::F32, third as f32 as f64, third));
+        assert!(!Tolerance::Exact.accepts(DType::F32, f32::from_bits((third as f32).to_bits() + 1) as f64, third));
+        assert!(Tolerance::Exact.accepts(DType::Bf16, round_to(DType::Bf16, third), third));
+        assert!(!Tolerance::Exact.accepts(DType::F32, 0.0, -0.0), "-0 and +0 differ in bits");
+    }
+
+    #[test]
+    fn ulp_distance_counts_representable_values_across_zero() {
+        let one = 1.0f64;
+        let next = f32::from_bits(1.0f32.to_bits() + 3) as f64;
+        assert_eq!(ulp_distance(DType::F32, one, next), 3);
+        assert_eq!(ulp_distance(DType::F32, 0.0, -0.0), 0);
+        let tiny = f32::from_bits(1) as f64;
+        assert_eq!(ulp_distance(DType::F32, tiny, -tiny), 2);
+        assert_eq!(ulp_distance(DType::Bf16, 1.0, 1.0078125), 1);
+        assert!(Tolerance::Ulp(1).accepts(DType::Bf16, 1.0078125, 1.0));
+        assert!(!Tolerance::Ulp(0).accepts(DType::Bf16, 1.0078125, 1.0));
+    }
+
+    #[test]
+    fn relative_allows_one_unit_of_the_output_type() {
+        let t = Tolerance::Relative { rtol: 1e-6, atol: 0.0 };
+        assert!(t.accepts(DType::F32, 1.0 + 1e-7, 1.0));
+        assert!(!t.accepts(DType::F32, 1.0 + 1e-5, 1.0));
+        // bf16 spacing at 1.0 is 2^-7: a value one bf16 unit away passes
+        assert!(t.accepts(DType::Bf16, 1.0078125, 1.0));
+        assert!(!t.accepts(DType::Bf16, 1.015625, 1.0));
+        assert_eq!(unit_in_last_place(DType::F16, 1.0), 2f64.powi(-10));
+    }
+}
