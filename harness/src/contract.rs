@@ -12,7 +12,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::gate::Gate;
-use crate::inputs::Generator;
+use crate::inputs::{Generator, InputSpec};
 use crate::oracle::{self, Oracle};
 use crate::tolerance::Tolerance;
 
@@ -35,7 +35,7 @@ pub struct Contract {
     pub about: String,
     pub records: Vec<Record>,
     pub cases: Vec<Case>,
-    pub inputs: BTreeMap<String, Generator>,
+    pub inputs: BTreeMap<String, InputSpec>,
     pub oracle_name: String,
     pub oracle: Oracle,
     pub findings: Vec<Finding>,
@@ -48,6 +48,8 @@ pub struct Record {
     pub dtypes: BTreeMap<String, DType>,
     /// The tolerance of every output, with its reason.
     pub tolerances: BTreeMap<String, (Tolerance, Option<String>)>,
+    /// Every parameter of the op: the record's, else the contract's, else the op's default.
+    pub params: BTreeMap<String, f64>,
 }
 
 #[derive(Clone, Debug)]
@@ -83,6 +85,8 @@ struct RawContract {
     record: Vec<Spanned<RawRecord>>,
     shapes: RawShapes,
     inputs: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    params: BTreeMap<String, Spanned<f64>>,
     reference: RawReference,
     #[serde(default)]
     finding: Vec<Spanned<RawFinding>>,
@@ -96,6 +100,8 @@ struct RawRecord {
     dtypes: BTreeMap<String, Spanned<String>>,
     tolerance: Option<Spanned<RawTolerance>>,
     reason: Option<String>,
+    #[serde(default)]
+    params: BTreeMap<String, Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -231,7 +237,33 @@ impl Contract {
                 Some(t) => tolerances(&source, &key, t, r.reason.as_deref(), &outputs, Some(&default_tolerances))?,
                 None => default_tolerances.clone(),
             };
-            records.push(Record { name, dtypes, tolerances });
+            let mut params = BTreeMap::new();
+            for spec in op.params {
+                let (value, at, pkey) = match (r.params.get(spec.name), raw.params.get(spec.name)) {
+                    (Some(v), _) => (*v.get_ref(), v.span().start, format!("{key}.params.{}", spec.name)),
+                    (None, Some(v)) => (*v.get_ref(), v.span().start, format!("params.{}", spec.name)),
+                    (None, None) => match spec.default {
+                        Some(d) => (d, 0, String::new()),
+                        None => {
+                            return Err(source.error(spanned.span().start, format!("{key}.params"), format!("no value for parameter `{}` of {}", spec.name, op.name)));
+                        }
+                    },
+                };
+                if !value.is_finite() || (spec.integer && (value.fract() != 0.0 || value.abs() > i32::MAX as f64)) {
+                    return Err(source.error(at, pkey, format!("`{}` = {value} is not {}", spec.name, if spec.integer { "a whole number that fits an int" } else { "finite" })));
+                }
+                params.insert(spec.name.to_string(), value);
+            }
+            let given = r.params.iter().map(|(n, v)| (n, v, format!("{key}.params.{n}")));
+            let contract_wide = raw.params.iter().map(|(n, v)| (n, v, format!("params.{n}")));
+            for (name, value, pkey) in given.chain(contract_wide) {
+                if op.param(name).is_none() {
+                    let known: Vec<&str> = op.params.iter().map(|p| p.name).collect();
+                    let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                    return Err(source.error(value.span().start, pkey, format!("op {} has no parameter `{name}` (its parameters: {known})", op.name)));
+                }
+            }
+            records.push(Record { name, dtypes, tolerances, params });
         }
 
         // shape cases: every symbol of the op given, nothing else, every shape positive and bounded
@@ -291,12 +323,12 @@ impl Contract {
                 Some(_) => return Err(source.error(at, &key, format!("`{name}` is an output of {}, not an input", op.name))),
                 None => return Err(source.error(at, &key, format!("op {} has no tensor `{name}` (its tensors: {})", op.name, tensor_names()))),
             }
-            let generator = Generator::parse(text.get_ref()).map_err(|e| source.error(at, &key, e))?;
+            let generator = InputSpec::parse(text.get_ref()).map_err(|e| source.error(at, &key, e))?;
             if let Some(s) = generator.symbols().into_iter().find(|s| !op.symbols.contains(s)) {
                 return Err(source.error(at, &key, format!("undefined shape symbol `{s}`: op {} has {}", op.name, op.symbols.join(", "))));
             }
             for (i, case) in cases.iter().enumerate() {
-                if let Generator::Int { low, high } = &generator {
+                if let Generator::Int { low, high } = &generator.generator {
                     let (l, h) = (low.evaluate(&case.symbols), high.evaluate(&case.symbols));
                     if !matches!((l, h), (Ok(l), Ok(h)) if l < h) {
                         return Err(source.error(at, &key, format!("an empty or undefined range in shapes.cases[{i}]")));

@@ -55,7 +55,96 @@ pub fn tensor_seed(run_seed: u64, op: &str, tensor: &str, case_index: usize) -> 
     mix.next_u64()
 }
 
-/// How a contract fills one input tensor.
+/// How a contract fills one input tensor: a generator, then modifiers that plant the
+/// values an op's classic bugs need (`normal(0, 1) | zero_row(1)`, `int(0, vocab) | edges`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputSpec {
+    pub generator: Generator,
+    pub modifiers: Vec<Modifier>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Modifier {
+    /// Row i (along the first axis) is all zeros.
+    ZeroRow(usize),
+    /// The first element is the range's low end and the last its high end (`int` only).
+    Edges,
+    /// Every element of row i is multiplied by s (large magnitudes in one row).
+    ScaleRow(usize, f64),
+}
+
+impl InputSpec {
+    pub fn parse(text: &str) -> Result<InputSpec, String> {
+        let mut parts = text.split('|');
+        let generator = Generator::parse(parts.next().unwrap_or(""))?;
+        let mut modifiers = Vec::new();
+        for part in parts {
+            let part = part.trim();
+            let (name, args) = match part.split_once('(') {
+                Some((name, rest)) => {
+                    let inner = rest.strip_suffix(')').ok_or_else(|| format!("`{part}`: missing `)`"))?;
+                    (name.trim(), inner.split(',').map(str::trim).filter(|a| !a.is_empty()).collect::<Vec<_>>())
+                }
+                None => (part, Vec::new()),
+            };
+            let index = |a: &str| a.parse::<usize>().map_err(|_| format!("`{part}`: `{a}` is not a row index"));
+            let modifier = match (name, args.as_slice()) {
+                ("zero_row", [i]) => Modifier::ZeroRow(index(i)?),
+                ("scale_row", [i, s]) => Modifier::ScaleRow(
+                    index(i)?,
+                    s.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| format!("`{part}`: `{s}` is not a finite number"))?,
+                ),
+                ("edges", []) if generator.is_integer() => Modifier::Edges,
+                ("edges", []) => return Err(format!("`{part}` applies to int(...) inputs only")),
+                _ => return Err(format!("unknown modifier `{part}` (zero_row(i), scale_row(i, s), edges)")),
+            };
+            modifiers.push(modifier);
+        }
+        Ok(InputSpec { generator, modifiers })
+    }
+
+    pub fn symbols(&self) -> Vec<&str> {
+        self.generator.symbols()
+    }
+
+    /// The bytes of a tensor of `dtype` and `shape` from `seed`.
+    pub fn generate(&self, dtype: DType, shape: &[usize], seed: u64, symbols: &Symbols) -> Result<Vec<u8>, String> {
+        let elements: usize = shape.iter().product();
+        let mut bytes = self.generator.generate(dtype, elements, seed, symbols)?;
+        let size = dtype.size();
+        let rows = shape.first().copied().unwrap_or(1).max(1);
+        let row_bytes = bytes.len() / rows;
+        for modifier in &self.modifiers {
+            match *modifier {
+                Modifier::ZeroRow(i) | Modifier::ScaleRow(i, _) if i >= rows => {
+                    return Err(format!("row {i} of a tensor of {rows} rows"));
+                }
+                Modifier::ZeroRow(i) => {
+                    for chunk in bytes[i * row_bytes..(i + 1) * row_bytes].chunks_mut(size) {
+                        dtype.encode(0.0, chunk);
+                    }
+                }
+                Modifier::ScaleRow(i, s) => {
+                    for chunk in bytes[i * row_bytes..(i + 1) * row_bytes].chunks_mut(size) {
+                        let v = dtype.decode(chunk);
+                        dtype.encode(v * s, chunk);
+                    }
+                }
+                Modifier::Edges => {
+                    if let Generator::Int { low, high } = &self.generator {
+                        let (l, h) = (low.evaluate(symbols)?, high.evaluate(symbols)?);
+                        dtype.encode(l as f64, &mut bytes[..size]);
+                        let end = bytes.len();
+                        dtype.encode((h - 1) as f64, &mut bytes[end - size..]);
+                    }
+                }
+            }
+        }
+        Ok(bytes)
+    }
+}
+
+/// The base of an input: where its values come from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Generator {
     Normal { mean: f64, std: f64 },
@@ -190,6 +279,27 @@ mod tests {
         assert_eq!(Generator::parse("int(0, vocab)").unwrap().symbols(), vec!["vocab"]);
         for bad in ["normal(0)", "gauss(0, 1)", "uniform(2, 1)", "normal(0, nan)", "int(0, vocab", "const()"] {
             assert!(Generator::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn modifiers_plant_zero_rows_scaled_rows_and_edges() {
+        let symbols: Symbols = [("vocab".to_string(), 50)].into();
+        let spec = InputSpec::parse("int(0, vocab) | edges").unwrap();
+        let bytes = spec.generate(DType::I32, &[9], 1, &symbols).unwrap();
+        let ids: Vec<i32> = bytes.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!((ids[0], ids[8]), (0, 49));
+        let spec = InputSpec::parse("normal(0, 1) | zero_row(1) | scale_row(2, 100)").unwrap();
+        let plain = InputSpec::parse("normal(0, 1)").unwrap().generate(DType::F32, &[3, 4], 5, &symbols).unwrap();
+        let bytes = spec.generate(DType::F32, &[3, 4], 5, &symbols).unwrap();
+        let v: Vec<f32> = bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        let p: Vec<f32> = plain.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(&v[..4], &p[..4]);
+        assert_eq!(&v[4..8], &[0.0; 4]);
+        assert_eq!(v[8], p[8] * 100.0);
+        assert!(spec.generate(DType::F32, &[1, 4], 5, &symbols).is_err(), "row 1 of 1 row");
+        for bad in ["normal(0, 1) | edges", "normal(0, 1) | zero_row(x)", "normal(0, 1) | twist"] {
+            assert!(InputSpec::parse(bad).is_err(), "{bad}");
         }
     }
 

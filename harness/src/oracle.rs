@@ -8,12 +8,18 @@ use engine::shape_expr::Symbols;
 
 pub struct OracleInput<'a> {
     pub symbols: &'a Symbols,
+    pub params: &'a BTreeMap<String, f64>,
     pub inputs: &'a BTreeMap<String, Vec<f64>>,
 }
 
 impl OracleInput<'_> {
     fn symbol(&self, name: &str) -> Result<usize, String> {
         self.symbols.get(name).map(|v| *v as usize).ok_or_else(|| format!("oracle needs shape symbol `{name}`"))
+    }
+
+    #[allow(dead_code)]
+    fn param(&self, name: &str) -> Result<f64, String> {
+        self.params.get(name).copied().ok_or_else(|| format!("oracle needs parameter `{name}`"))
     }
 
     fn input(&self, name: &str) -> Result<&[f64], String> {
@@ -91,7 +97,7 @@ mod tests {
     fn run(name: &str, symbols: &[(&str, i64)], inputs: &[(&str, Vec<f64>)]) -> Outputs {
         let symbols: Symbols = symbols.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         let inputs: BTreeMap<String, Vec<f64>> = inputs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        find(name).unwrap()(&OracleInput { symbols: &symbols, inputs: &inputs }).unwrap()
+        find(name).unwrap()(&OracleInput { symbols: &symbols, params: &BTreeMap::new(), inputs: &inputs }).unwrap()
     }
 
     #[test]

@@ -241,6 +241,9 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
                 let contract = contracts.iter().find(|k| k.op.name == c.contract).ok_or_else(|| {
                     source.error(0, "contract", format!("no loaded contract for op `{}`", c.contract))
                 })?;
+                if contract.op.source.is_none() {
+                    return Err(source.error(0, "contract", format!("op `{}` is served by a library, not a kernel: a control needs a kernel", c.contract)));
+                }
                 if contract.record(&c.record).is_none() {
                     let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
                     return Err(source.error(0, "record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; "))));
@@ -270,11 +273,13 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
     let build_started = Instant::now();
     let mut sources: Vec<KernelSource> = Vec::new();
     for c in &contracts {
-        sources.push(kernel_source(settings, &settings.kernels_dir.join(c.op.source), c.op.symbol));
+        if let (Some(source), Some(symbol)) = (c.op.source, c.op.symbol) {
+            sources.push(kernel_source(settings, &settings.kernels_dir.join(source), symbol));
+        }
     }
     for c in &controls {
         let op = contracts.iter().find(|k| k.op.name == c.contract).unwrap().op;
-        sources.push(kernel_source(settings, &c.source, op.symbol));
+        sources.push(kernel_source(settings, &c.source, op.symbol.unwrap_or(op.name)));
     }
     let modules = build_all(backend, &sources);
     report.timing.build_seconds = build_started.elapsed().as_secs_f64();
@@ -282,9 +287,12 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
 
     let run_started = Instant::now();
     for contract in &contracts {
-        let module = &modules[&settings.kernels_dir.join(contract.op.source)];
+        let module = match contract.op.source {
+            Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
+            None => Ok(None),
+        };
         for record in &contract.records {
-            let result = run_record(backend, settings, contract, record, module, None, &gates_run);
+            let result = run_record(backend, settings, contract, record, &module, None, &gates_run);
             on_event(&Event::Record(&result));
             report.records.push(result);
         }
@@ -292,8 +300,8 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
     for control in &controls {
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         let record = contract.record(&control.record).unwrap();
-        let module = &modules[&control.source];
-        let result = run_record(backend, settings, contract, record, module, Some(control), &gates_run);
+        let module = modules[&control.source].clone().map(Some);
+        let result = run_record(backend, settings, contract, record, &module, Some(control), &gates_run);
         on_event(&Event::Control(&result));
         report.controls.push(result);
     }
@@ -349,7 +357,7 @@ fn run_record(
     settings: &Settings,
     contract: &Contract,
     record: &Record,
-    module: &Result<Arc<dyn Module>, String>,
+    module: &Result<Option<Arc<dyn Module>>, String>,
     control: Option<&Control>,
     gates_run: &[Gate],
 ) -> RecordResult {
@@ -373,7 +381,7 @@ fn run_record(
         Err(e) => result.error = Some(e.clone()),
         Ok(module) => {
             for (index, case) in contract.cases.iter().enumerate() {
-                match run_case(backend, settings, contract, record, module.as_ref(), index, case) {
+                match run_case(backend, settings, contract, record, module.as_deref(), index, case) {
                     Ok((case_report, failures)) => {
                         result.cases.push(case_report);
                         for (gate, tensor, failure) in failures {
@@ -455,7 +463,7 @@ fn run_case(
     settings: &Settings,
     contract: &Contract,
     record: &Record,
-    module: &dyn Module,
+    module: Option<&dyn Module>,
     index: usize,
     case: &Case,
 ) -> Result<(CaseReport, CaseFailures), String> {
@@ -471,7 +479,7 @@ fn run_case(
         let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
         if spec.role == Role::Input {
             let seed = tensor_seed(settings.seed, op.name, spec.name, index);
-            let bytes = contract.inputs[spec.name].generate(dtype, tensor.elements(), seed, &case.symbols).map_err(|e| format!("inputs.{}: {e}", spec.name))?;
+            let bytes = contract.inputs[spec.name].generate(dtype, shape, seed, &case.symbols).map_err(|e| format!("inputs.{}: {e}", spec.name))?;
             tensor.write(&bytes).map_err(text)?;
             input_values.insert(spec.name.to_string(), bytes.chunks(dtype.size()).map(|c| dtype.decode(c)).collect());
             input_bytes.insert(spec.name.to_string(), bytes);
@@ -479,7 +487,7 @@ fn run_case(
         }
         tensors.insert(spec.name.to_string(), tensor);
     }
-    let want = (contract.oracle)(&OracleInput { symbols: &case.symbols, inputs: &input_values })
+    let want = (contract.oracle)(&OracleInput { symbols: &case.symbols, params: &record.params, inputs: &input_values })
         .map_err(|e| format!("oracle {}: {e}", contract.oracle_name))?;
     let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
     for name in &outputs {
@@ -508,8 +516,16 @@ fn run_case(
             tensors.get_mut(*name).unwrap().fill(&pattern).map_err(text)?;
             poisons.entry(name).or_default().push(pattern);
         }
-        let call = OpCall { op, symbols: &case.symbols, tensors: &tensors, schedule: launch_schedule(launch, settings.seed) };
-        let stats = (op.launch)(module, &call).map_err(text)?;
+        let call = OpCall {
+            op,
+            backend,
+            module,
+            symbols: &case.symbols,
+            params: &record.params,
+            tensors: &tensors,
+            schedule: launch_schedule(launch, settings.seed),
+        };
+        let stats = (op.launch)(&call).map_err(text)?;
         if launch == 0 {
             report.blocks = stats.blocks;
             report.switches = stats.switches;

@@ -1,7 +1,7 @@
 //! `tf_embed_dense`: rows of a table gathered by token id, in the activation type.
 
 use super::{OpCall, OpSpec, Role, TensorSpec, blocks_for};
-use crate::backend::{LaunchDims, LaunchReport, Module};
+use crate::backend::{LaunchDims, LaunchReport};
 use crate::{DType, EngineError};
 
 const FLOATS: &[DType] = &[DType::F32, DType::F16, DType::Bf16];
@@ -10,8 +10,9 @@ const THREADS: u32 = 256;
 pub const TF_EMBED_DENSE: OpSpec = OpSpec {
     name: "tf_embed_dense",
     about: "Rows of a table gathered by token id, written in the activation type.",
-    source: "tf_embed_dense.hip",
-    symbol: "tf_embed_dense",
+    source: Some("tf_embed_dense.hip"),
+    symbol: Some("tf_embed_dense"),
+    params: &[],
     symbols: &["n", "k", "vocab"],
     tensors: &[
         TensorSpec { name: "table", role: Role::Input, dtypes: FLOATS, shape: "vocab, k" },
@@ -21,11 +22,10 @@ pub const TF_EMBED_DENSE: OpSpec = OpSpec {
     launch,
 };
 
-fn launch(module: &dyn Module, op: &OpCall) -> Result<LaunchReport, EngineError> {
+fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {
     let elements = op.symbol("n")?.checked_mul(op.symbol("k")?).unwrap_or(i64::MAX);
     let dims = LaunchDims { grid: [blocks_for(op, elements, THREADS)?, 1, 1], block: [THREADS, 1, 1], dynamic_shared: 0 };
     op.launch(
-        module,
         dims,
         &[op.pointer("table")?, op.dtype_code("table")?, op.pointer("ids")?, op.int("n")?, op.int("k")?, op.pointer("out")?, op.dtype_code("out")?],
     )

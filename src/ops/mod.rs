@@ -7,7 +7,7 @@ mod embed;
 
 use std::collections::BTreeMap;
 
-use crate::backend::{KernelArg, LaunchDims, LaunchReport, Module, Schedule};
+use crate::backend::{Backend, KernelArg, LaunchDims, LaunchReport, Module, Schedule};
 use crate::shape_expr::Symbols;
 use crate::tensor::Tensor;
 use crate::{DType, EngineError};
@@ -27,16 +27,28 @@ pub struct TensorSpec {
     pub shape: &'static str,
 }
 
-pub type Launcher = fn(&dyn Module, &OpCall) -> Result<LaunchReport, EngineError>;
+/// A scalar parameter of an op that is not a shape (`eps`, `theta`, a layout switch).
+#[derive(Debug)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    /// Integer parameters must be whole numbers that fit an `int`.
+    pub integer: bool,
+    /// Used when a contract gives none.
+    pub default: Option<f64>,
+}
+
+pub type Launcher = fn(&OpCall) -> Result<LaunchReport, EngineError>;
 
 pub struct OpSpec {
     pub name: &'static str,
     pub about: &'static str,
-    /// Source file under `kernels/`.
-    pub source: &'static str,
-    pub symbol: &'static str,
+    /// Source file under `kernels/` and its kernel symbol; none for ops served by a
+    /// library (BLAS), whose launchers call the backend directly.
+    pub source: Option<&'static str>,
+    pub symbol: Option<&'static str>,
     /// Shape symbols every call must give.
     pub symbols: &'static [&'static str],
+    pub params: &'static [ParamSpec],
     pub tensors: &'static [TensorSpec],
     pub launch: Launcher,
 }
@@ -51,12 +63,21 @@ impl OpSpec {
     pub fn tensor(&self, name: &str) -> Option<&TensorSpec> {
         self.tensors.iter().find(|t| t.name == name)
     }
+
+    pub fn param(&self, name: &str) -> Option<&ParamSpec> {
+        self.params.iter().find(|p| p.name == name)
+    }
 }
 
-/// Everything a launcher needs: symbol values and the tensors by name.
+/// Everything a launcher needs: the backend, the op's module, symbol and parameter values,
+/// and the tensors by name.
 pub struct OpCall<'a> {
     pub op: &'a OpSpec,
+    pub backend: &'a dyn Backend,
+    /// The op's compiled kernel source (none for library ops).
+    pub module: Option<&'a dyn Module>,
     pub symbols: &'a Symbols,
+    pub params: &'a BTreeMap<String, f64>,
     pub tensors: &'a BTreeMap<String, Tensor>,
     pub schedule: Schedule,
 }
@@ -89,8 +110,33 @@ impl OpCall<'_> {
         i32::try_from(v).map(KernelArg::I32).map_err(|_| self.error(format!("`{name}` = {v} does not fit a kernel int")))
     }
 
-    pub fn launch(&self, module: &dyn Module, dims: LaunchDims, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
-        module.launch(self.op.symbol, dims, self.schedule, args)
+    pub fn param(&self, name: &str) -> Result<f64, EngineError> {
+        match self.params.get(name) {
+            Some(v) => Ok(*v),
+            None => self.op.param(name).and_then(|p| p.default).ok_or_else(|| self.error(format!("parameter `{name}` not given"))),
+        }
+    }
+
+    /// A float parameter as the kernel's `float`.
+    pub fn float_param(&self, name: &str) -> Result<KernelArg, EngineError> {
+        Ok(KernelArg::F32(self.param(name)? as f32))
+    }
+
+    /// An integer parameter as the kernel's `int`.
+    pub fn int_param(&self, name: &str) -> Result<KernelArg, EngineError> {
+        let v = self.param(name)?;
+        if v.fract() != 0.0 || v < i32::MIN as f64 || v > i32::MAX as f64 {
+            return Err(self.error(format!("parameter `{name}` = {v} is not an int")));
+        }
+        Ok(KernelArg::I32(v as i32))
+    }
+
+    /// Launches the op's kernel through its module.
+    pub fn launch(&self, dims: LaunchDims, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
+        let (Some(module), Some(symbol)) = (self.module, self.op.symbol) else {
+            return Err(self.error("no kernel module to launch"));
+        };
+        module.launch(symbol, dims, self.schedule, args)
     }
 }
 
