@@ -348,11 +348,10 @@ impl Contract {
             if raw_finding.reason.trim().is_empty() {
                 return Err(source.error(f.span().start, format!("finding[{i}].reason"), "a finding needs its reason"));
             }
-            if let Some(record) = &raw_finding.record {
-                if !records.iter().any(|r| &r.name == record) {
+            if let Some(record) = &raw_finding.record
+                && !records.iter().any(|r| &r.name == record) {
                     return Err(source.error(f.span().start, format!("finding[{i}].record"), format!("no record named `{record}`")));
                 }
-            }
             findings.push(Finding {
                 gate,
                 arch: raw_finding.arch.clone(),
@@ -488,5 +487,92 @@ impl Control {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ContractError { file: display.to_string(), line: 0, key: "(file)".into(), message: e.to_string() })?;
         Control::parse(display, &text, path.parent().unwrap_or(Path::new(".")), repository)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"op = "tf_embed_dense"
+about = "gather"
+
+[[record]]
+name = "fp32 table, f32 out"
+dtypes = { table = "f32", out = "f32" }
+
+[shapes]
+cases = [ { n = 1, k = 64, vocab = 16 } ]
+
+[inputs]
+table = "normal(0, 1)"
+ids = "int(0, vocab)"
+
+[reference]
+oracle = "gather_rows"
+tolerance = "exact"
+"#;
+
+    fn error(text: &str) -> ContractError {
+        Contract::parse("contracts/bad.toml", text).expect_err("malformed contract parsed")
+    }
+
+    #[test]
+    fn a_good_contract_fills_single_dtype_tensors_and_shapes() {
+        let c = Contract::parse("contracts/good.toml", GOOD).unwrap();
+        assert_eq!(c.records[0].dtypes["ids"], DType::I32);
+        assert_eq!(c.cases[0].shapes["table"], vec![16, 64]);
+        assert_eq!(c.cases[0].describe(c.op), "{n = 1, k = 64, vocab = 16}");
+    }
+
+    #[test]
+    fn an_unknown_key_names_file_line_and_key() {
+        let e = error(&GOOD.replace("about = \"gather\"", "about = \"gather\"\ncolour = \"red\""));
+        assert_eq!((e.file.as_str(), e.line, e.key.as_str()), ("contracts/bad.toml", 3, "colour"));
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_dtype_names_the_record_and_tensor() {
+        let e = error(&GOOD.replace("out = \"f32\"", "out = \"fp8\""));
+        assert_eq!((e.line, e.key.as_str()), (6, "record[0].dtypes.out"));
+        assert!(e.message.contains("unknown dtype `fp8`"), "{e}");
+        let e = error(&GOOD.replace("table = \"f32\"", "table = \"i32\""));
+        assert!(e.message.contains("takes f32 or f16 or bf16, not i32"), "{e}");
+        let e = error(&GOOD.replace("table = \"f32\"", "tabel = \"f32\""));
+        assert!(e.message.contains("no tensor `tabel`"), "{e}");
+    }
+
+    #[test]
+    fn undefined_shape_symbols_are_refused_where_they_appear() {
+        let e = error(&GOOD.replace("{ n = 1, k = 64, vocab = 16 }", "{ n = 1, k = 64 }"));
+        assert_eq!((e.line, e.key.as_str()), (9, "shapes.cases[0]"));
+        assert!(e.message.contains("undefined shape symbol `vocab`"), "{e}");
+        let e = error(&GOOD.replace("vocab = 16 }", "vocab = 16, m = 2 }"));
+        assert_eq!(e.key, "shapes.cases[0].m");
+        let e = error(&GOOD.replace("int(0, vocab)", "int(0, vocabulary)"));
+        assert_eq!((e.line, e.key.as_str()), (13, "inputs.ids"));
+        assert!(e.message.contains("undefined shape symbol `vocabulary`"), "{e}");
+    }
+
+    #[test]
+    fn other_mistakes_are_named_too() {
+        let cases = [
+            ("op = \"tf_embed_dense\"", "op = \"tf_embed\"", "op", "unknown op"),
+            ("tolerance = \"exact\"", "tolerance = \"rtol=1e-3\"", "reference.tolerance", "needs a stated reason"),
+            ("tolerance = \"exact\"", "tolerance = \"close\"", "reference.tolerance", "unknown tolerance model"),
+            ("oracle = \"gather_rows\"", "oracle = \"gather\"", "reference.oracle", "unknown oracle"),
+            ("n = 1,", "n = 0,", "shapes.cases[0].n", "must be positive"),
+            ("vocab = 16 }", "vocab = 100000000000 }", "shapes.cases[0]", "cap"),
+            ("table = \"normal(0, 1)\"", "table = \"gauss(0, 1)\"", "inputs.table", "unknown generator"),
+            ("table = \"normal(0, 1)\"", "out = \"normal(0, 1)\"", "inputs.out", "an output"),
+        ];
+        for (from, to, key, words) in cases {
+            let e = error(&GOOD.replace(from, to));
+            assert_eq!(e.key, key, "{to}: {e}");
+            assert!(e.message.contains(words), "{to}: {e}");
+        }
+        let e = error("op = [");
+        assert_eq!(e.line, 1, "{e}");
     }
 }

@@ -8,7 +8,7 @@ pub fn count(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -65,6 +65,11 @@ pub fn coordinates_text(shape: &[usize], index: usize) -> String {
     format!("[{}]", c.join(", "))
 }
 
+/// `1 element`, `2,048 elements`.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{} {noun}s", count(n)) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,9 +90,4 @@ mod tests {
         assert_eq!(coordinates_text(&[7, 130], 131), "[1, 1]");
         assert_eq!(coordinates_text(&[7, 130], 910), "[7, 0]");
     }
-}
-
-/// `1 element`, `2,048 elements`.
-pub fn plural(n: usize, noun: &str) -> String {
-    if n == 1 { format!("1 {noun}") } else { format!("{} {noun}s", count(n)) }
 }

@@ -72,7 +72,7 @@ pub fn record_line(r: &RecordResult) -> String {
                 format!("{title} red at {} as planted: {}{also}", control.gate, failure_text(planted))
             }
             _ => match &r.error {
-                Some(e) => format!("{title} MISSED: planted to go red at {}, but no gate ran: {e}", control.gate),
+                Some(e) => format!("{title} MISSED: planted to go red at {}, but no gate ran: {}", control.gate, first_line(e)),
                 None if others.is_empty() => format!("{title} MISSED: green at {} where it was planted to go red, and green at every gate", control.gate),
                 None => format!("{title} MISSED: green at {} where it was planted to go red{also}", control.gate),
             },
@@ -82,7 +82,7 @@ pub fn record_line(r: &RecordResult) -> String {
     match r.outcome {
         Outcome::Pass => format!("{title} pass {}; {summary}", gate_list(&r.gates_run)),
         Outcome::KnownFinding => format!("{title} pass {} with known finding at {}; {summary}", gate_list(&r.gates_run), r.findings.join("; ")),
-        Outcome::Error => format!("{title} ERROR: {}", r.error.as_deref().unwrap_or("")),
+        Outcome::Error => format!("{title} ERROR: {}", first_line(r.error.as_deref().unwrap_or(""))),
         _ => {
             let mut parts: Vec<String> = Vec::new();
             for (i, f) in r.failures.iter().enumerate() {
@@ -93,6 +93,15 @@ pub fn record_line(r: &RecordResult) -> String {
             format!("{title} {}", parts.join("; "))
         }
     }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+/// What does not fit the record line (a compiler's log), indented, to print under it.
+pub fn detail_lines(r: &RecordResult) -> Vec<String> {
+    r.error.as_deref().map(|e| e.lines().skip(1).map(|l| format!("    {l}")).collect()).unwrap_or_default()
 }
 
 pub fn contract_error_line(e: &crate::contract::ContractError) -> String {
@@ -200,4 +209,139 @@ pub fn write_json(path: &Path, report: &RunReport, summary: &Summary) -> std::io
     let staged = path.with_extension("json.partial");
     std::fs::write(&staged, json(report, summary))?;
     std::fs::rename(staged, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::gates::{Failure, Metrics};
+    use crate::runner::{CaseReport, ControlInfo, GateFailure, Timing};
+
+    fn case(elements: usize, max_ulp: u64, max_abs_error: f64) -> CaseReport {
+        CaseReport {
+            symbols: BTreeMap::new(),
+            seeds: BTreeMap::new(),
+            outputs: [("out".to_string(), Metrics { elements, mismatches: 0, max_abs_error, mean_abs_error: 0.0, max_ulp })].into(),
+            blocks: 1,
+            switches: 0,
+            inactive_lane_reads: 0,
+        }
+    }
+
+    fn record(name: &str, outcome: Outcome, tolerance: &str) -> RecordResult {
+        RecordResult {
+            op: "tf_embed_dense".into(),
+            record: name.into(),
+            contract_file: "contracts/tf_embed_dense.toml".into(),
+            control: None,
+            outcome,
+            gates_run: vec![Gate::Nonfinite, Gate::Repeat, Gate::Shapes],
+            failures: Vec::new(),
+            findings: Vec::new(),
+            stale_findings: Vec::new(),
+            error: None,
+            tolerances: [("out".to_string(), tolerance.to_string())].into(),
+            cases: vec![case(64, 0, 0.0), case(910, 0, 0.0), case(7168, 0, 0.0)],
+            seconds: 0.1,
+        }
+    }
+
+    fn shapes_failure(failing_cases: Vec<usize>) -> GateFailure {
+        GateFailure {
+            gate: Gate::Shapes,
+            case_index: 2,
+            case: "{n = 7, k = 1024, vocab = 1024}".into(),
+            tensor: "out".into(),
+            failure: Failure {
+                count: 6912,
+                total: 7168,
+                first: Some(vec![0, 0]),
+                message: "6,912 of 7,168 elements differ, first [0, 0]: got 0.3184 (0x3ea3) want -1.203 (0xbf9a)".into(),
+            },
+            also: Vec::new(),
+            failing_cases,
+        }
+    }
+
+    fn control(bug: &str, gate: Gate) -> ControlInfo {
+        ControlInfo { file: "controls/x.toml".into(), bug: bug.into(), gate, source: "controls/x.hip".into() }
+    }
+
+    #[test]
+    fn record_lines() {
+        let pass = record("bf16 table, bf16 out", Outcome::Pass, "exact");
+        let mut ulp = record("f32 scores", Outcome::Pass, "ulp(16)");
+        ulp.cases[1] = case(910, 3, 1e-7);
+        let mut fail = record("fp32 table, bf16 out", Outcome::Fail, "exact");
+        fail.failures = vec![shapes_failure(vec![2])];
+        let mut two_gates = record("fp32 table, f32 out", Outcome::Fail, "exact");
+        let mut unwritten = shapes_failure(vec![1, 2]);
+        unwritten.gate = Gate::Repeat;
+        unwritten.failure.message = "1 of 910 elements unwritten (equal to the poison on all 3 launches), first [6, 129]".into();
+        two_gates.failures = vec![unwritten, shapes_failure(vec![0, 1, 2])];
+        let mut error = record("bf16 table, f32 out", Outcome::Error, "exact");
+        error.error = Some("kernel `tf_embed_dense` (kernels/tf_embed_dense.hip): block (0,0,0): divergent barrier: 16 thread(s) wait at kernels/tf_embed_dense.hip:9, 240 thread(s) exited without reaching it".into());
+        let mut known = record("fp32 table, f16 out", Outcome::KnownFinding, "exact");
+        known.failures = vec![shapes_failure(vec![2])];
+        known.findings = vec!["shapes: the table is read through a texture path that flushes subnormals".into()];
+        let mut stale = record("fp32 table, f16 out", Outcome::Fail, "exact");
+        stale.stale_findings = vec!["the known finding at shapes (contracts/tf_embed_dense.toml:40) is stale: the gate passes now; remove it".into()];
+        let mut red = record("fp32 table, f32 out", Outcome::RedAsPlanted, "exact");
+        red.control = Some(control("gathers the next row", Gate::Shapes));
+        red.failures = vec![shapes_failure(vec![2])];
+        let mut red_also = red.clone();
+        red_also.control = Some(control("leaves the last element unwritten", Gate::Repeat));
+        let mut repeat = shapes_failure(vec![2]);
+        repeat.gate = Gate::Repeat;
+        repeat.failure.message = "1 of 7,168 elements unwritten (equal to the poison on all 3 launches), first [6, 1023]".into();
+        red_also.failures = vec![repeat, shapes_failure(vec![2])];
+        let mut missed = record("fp32 table, f32 out", Outcome::Missed, "exact");
+        missed.control = Some(control("gathers the next row", Gate::Shapes));
+        let mut missed_elsewhere = missed.clone();
+        let mut nonfinite = shapes_failure(vec![2]);
+        nonfinite.gate = Gate::Nonfinite;
+        missed_elsewhere.failures = vec![nonfinite];
+        let mut missed_error = missed.clone();
+        missed_error.error = Some("compiling controls/x.hip with g++ 12.2.0 (compile) failed:\nx.hip:3: error: 'undefined_name' was not declared".into());
+        let lines: Vec<String> = [pass, ulp, fail, two_gates, error, known, stale, red, red_also, missed, missed_elsewhere, missed_error]
+            .iter()
+            .flat_map(|r| std::iter::once(record_line(r)).chain(detail_lines(r)))
+            .collect();
+        insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    #[test]
+    fn summary_lines_and_exit_codes() {
+        let mut report = RunReport {
+            arch: "host-x86_64".into(),
+            backend: "host".into(),
+            toolchain: "g++".into(),
+            seed: 1,
+            repeats: 3,
+            gates_run: vec![Gate::Nonfinite, Gate::Repeat, Gate::Shapes],
+            contract_errors: Vec::new(),
+            records: vec![record("a", Outcome::Pass, "exact"), record("b", Outcome::KnownFinding, "exact")],
+            controls: vec![record("a", Outcome::RedAsPlanted, "exact")],
+            timing: Timing::default(),
+        };
+        let green = Summary::of(&report);
+        let mut lines = vec![green.line(), format!("exit {}", exit_code(&green))];
+        report.records.push(record("c", Outcome::Fail, "exact"));
+        report.records.push(record("d", Outcome::Error, "exact"));
+        report.controls.push(record("b", Outcome::Missed, "exact"));
+        let red = Summary::of(&report);
+        lines.extend([red.line(), format!("exit {}", exit_code(&red))]);
+        report.contract_errors.push(crate::contract::ContractError {
+            file: "contracts/bad.toml".into(),
+            line: 3,
+            key: "colour".into(),
+            message: "unknown field `colour`".into(),
+        });
+        let broken = Summary::of(&report);
+        lines.extend([contract_error_line(&report.contract_errors[0]), broken.line(), format!("exit {}", exit_code(&broken))]);
+        assert_eq!(red.pass + red.fail, red.records);
+        insta::assert_snapshot!(lines.join("\n"));
+    }
 }

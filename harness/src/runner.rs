@@ -286,13 +286,15 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
     report.timing.modules_built = sources.len();
 
     let run_started = Instant::now();
+    let mut inputs = InputCache::default();
+    let context = RunContext { backend, settings, gates_run: &gates_run };
     for contract in &contracts {
         let module = match contract.op.source {
             Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
             None => Ok(None),
         };
         for record in &contract.records {
-            let result = run_record(backend, settings, contract, record, &module, None, &gates_run);
+            let result = run_record(&context, contract, record, &module, None, &mut inputs);
             on_event(&Event::Record(&result));
             report.records.push(result);
         }
@@ -301,7 +303,7 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         let record = contract.record(&control.record).unwrap();
         let module = modules[&control.source].clone().map(Some);
-        let result = run_record(backend, settings, contract, record, &module, Some(control), &gates_run);
+        let result = run_record(&context, contract, record, &module, Some(control), &mut inputs);
         on_event(&Event::Control(&result));
         report.controls.push(result);
     }
@@ -320,6 +322,11 @@ fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource
 }
 
 type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
+
+/// Generated inputs by (seed, dtype, shape): records of one op share their inputs, and a
+/// large table is generated once, not once per record.
+#[derive(Default)]
+struct InputCache(HashMap<(u64, engine::DType, Vec<usize>), Arc<Vec<u8>>>);
 
 fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -352,15 +359,22 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// What every record of a run shares.
+struct RunContext<'a> {
+    backend: &'a dyn Backend,
+    settings: &'a Settings,
+    gates_run: &'a [Gate],
+}
+
 fn run_record(
-    backend: &dyn Backend,
-    settings: &Settings,
+    context: &RunContext,
     contract: &Contract,
     record: &Record,
     module: &Result<Option<Arc<dyn Module>>, String>,
     control: Option<&Control>,
-    gates_run: &[Gate],
+    inputs: &mut InputCache,
 ) -> RecordResult {
+    let RunContext { backend, gates_run, .. } = *context;
     let started = Instant::now();
     let mut result = RecordResult {
         op: contract.op.name.to_string(),
@@ -381,7 +395,7 @@ fn run_record(
         Err(e) => result.error = Some(e.clone()),
         Ok(module) => {
             for (index, case) in contract.cases.iter().enumerate() {
-                match run_case(backend, settings, contract, record, module.as_deref(), index, case) {
+                match run_case(context, contract, record, module.as_deref(), index, case, inputs) {
                     Ok((case_report, failures)) => {
                         result.cases.push(case_report);
                         for (gate, tensor, failure) in failures {
@@ -459,14 +473,15 @@ fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Contr
 type CaseFailures = Vec<(Gate, String, Failure)>;
 
 fn run_case(
-    backend: &dyn Backend,
-    settings: &Settings,
+    context: &RunContext,
     contract: &Contract,
     record: &Record,
     module: Option<&dyn Module>,
     index: usize,
     case: &Case,
+    inputs: &mut InputCache,
 ) -> Result<(CaseReport, CaseFailures), String> {
+    let RunContext { backend, settings, .. } = *context;
     let op = contract.op;
     let text = |e: engine::EngineError| error_chain(&e);
     let mut tensors: BTreeMap<String, Tensor> = BTreeMap::new();
@@ -479,7 +494,15 @@ fn run_case(
         let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
         if spec.role == Role::Input {
             let seed = tensor_seed(settings.seed, op.name, spec.name, index);
-            let bytes = contract.inputs[spec.name].generate(dtype, shape, seed, &case.symbols).map_err(|e| format!("inputs.{}: {e}", spec.name))?;
+            let key = (seed, dtype, shape.clone());
+            let bytes = match inputs.0.get(&key) {
+                Some(bytes) => bytes.as_ref().clone(),
+                None => {
+                    let bytes = contract.inputs[spec.name].generate(dtype, shape, seed, &case.symbols).map_err(|e| format!("inputs.{}: {e}", spec.name))?;
+                    inputs.0.insert(key, Arc::new(bytes.clone()));
+                    bytes
+                }
+            };
             tensor.write(&bytes).map_err(text)?;
             input_values.insert(spec.name.to_string(), bytes.chunks(dtype.size()).map(|c| dtype.decode(c)).collect());
             input_bytes.insert(spec.name.to_string(), bytes);

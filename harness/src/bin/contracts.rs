@@ -70,11 +70,10 @@ struct Flags {
 
 fn find_root() -> PathBuf {
     let is_root = |p: &Path| p.join("contracts").is_dir() && p.join("kernels/host/prelude.h").is_file();
-    if let Ok(cwd) = std::env::current_dir() {
-        if let Some(found) = cwd.ancestors().find(|p| is_root(p)) {
+    if let Ok(cwd) = std::env::current_dir()
+        && let Some(found) = cwd.ancestors().find(|p| is_root(p)) {
             return found.to_path_buf();
         }
-    }
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("harness lives in the repository").to_path_buf()
 }
 
@@ -133,7 +132,12 @@ fn run(flags: &Flags) -> Result<i32> {
             println!("kernel-contracts {}: backend {backend} ({arch}), {toolchain}; seed {:#x}", env!("CARGO_PKG_VERSION"), settings.seed)
         }
         Event::ContractError(e) => println!("{}", report::contract_error_line(e)),
-        Event::Record(r) | Event::Control(r) => println!("{}", report::record_line(r)),
+        Event::Record(r) | Event::Control(r) => {
+            println!("{}", report::record_line(r));
+            for line in report::detail_lines(r) {
+                println!("{line}");
+            }
+        }
     };
     let run = runner::run(backend.as_ref(), &settings, &mut print);
     let summary = Summary::of(&run);

@@ -34,14 +34,13 @@ impl HostCompiler {
             _ => vec!["g++".into(), "clang++-22".into(), "clang++".into()],
         };
         for program in &candidates {
-            if let Ok(out) = Command::new(program).arg("--version").output() {
-                if out.status.success() {
+            if let Ok(out) = Command::new(program).arg("--version").output()
+                && out.status.success() {
                     let text = String::from_utf8_lossy(&out.stdout);
                     let identity = text.lines().next().unwrap_or("").trim().to_string();
                     let is_gcc = !text.contains("clang");
                     return Ok(HostCompiler { program: program.clone(), identity, is_gcc });
                 }
-            }
         }
         Err(EngineError::NoHostCompiler { tried: candidates.join(", ") })
     }

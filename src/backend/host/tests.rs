@@ -76,7 +76,7 @@ fn block_reduction_through_shared_memory_is_exact_in_every_schedule() {
         Schedule { shared_poison: Some(0x00), block_order: BlockOrder::Shuffled(7), wake_reverse: false },
     ] {
         let out = Tensor::allocate(&backend, DType::F32, &[want.len()]).unwrap();
-        let report = m.launch("block_sum", dims(300, 256), schedule, &[ptr(&input), ptr(&out), KernelArg::I32(n as i32)]).unwrap();
+        let report = m.launch("block_sum", dims(300, 256), schedule, &[ptr(&input), ptr(&out), KernelArg::I32(n)]).unwrap();
         assert_eq!(read::<f32>(&out), want, "{schedule:?}");
         assert_eq!(report.blocks, 300);
         // 9 barriers per thread: at least one switch per thread per barrier

@@ -1,0 +1,152 @@
+//! The real `contracts` binary over the real contracts and controls: the main job passes
+//! and every control goes red; each control swapped in for its kernel fails the run at its
+//! gate; malformed contracts are named and the rest still run; bad flags exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use harness::contract::Control;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn contracts(args: &[&str]) -> (i32, Vec<String>, String) {
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_contracts"))
+        .args(args)
+        .arg("--cache-dir")
+        .arg(root().join("target/kernel-cache"))
+        .current_dir(root())
+        .output()
+        .expect("run contracts");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), stdout.lines().map(str::to_string).collect(), stderr)
+}
+
+/// The SUMMARY's numbers: kernels, pass, fail, known findings, controls, red, missed, limit problems.
+fn summary_numbers(line: &str) -> Vec<usize> {
+    let rest = line.strip_prefix("SUMMARY host-x86_64 ").unwrap_or_else(|| panic!("not a host SUMMARY line: {line}"));
+    let numbers: Vec<usize> = rest.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+    // kernels, pass, [1, 3 of "gates 1-3"], fail, known, controls, red, missed, limit problems
+    assert_eq!(numbers.len(), 10, "{line}");
+    numbers.iter().enumerate().filter(|(i, _)| *i != 2 && *i != 3).map(|(_, v)| *v).collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_main_job_passes_every_record_and_every_control_goes_red_as_planted() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let (code, lines, stderr) = contracts(&["--report", report.to_str().unwrap()]);
+    let last = lines.last().expect("output");
+    assert_eq!(code, 0, "{}\n{stderr}", lines.join("\n"));
+    let n = summary_numbers(last);
+    let (kernels, pass, fail, known, controls, red, missed, limits) = (n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]);
+    assert!(kernels >= 5 && controls >= 6, "{last}");
+    assert_eq!((pass, fail, known, red, missed, limits), (kernels, 0, 0, controls, 0, 0), "{last}");
+    assert_eq!(
+        last,
+        &format!("SUMMARY host-x86_64 {kernels} kernels: {kernels} pass gates 1-3, 0 fail, 0 known findings; {controls} controls: {controls} red as planted, 0 missed; 0 limit problems")
+    );
+    let record_lines: Vec<&String> = lines.iter().filter(|l| l.contains(" pass nonfinite, repeat and shapes; ")).collect();
+    let control_lines: Vec<&String> = lines.iter().filter(|l| l.contains(" as planted: ")).collect();
+    assert_eq!((record_lines.len(), control_lines.len()), (kernels, controls));
+
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(json["summary_line"], last.as_str());
+    assert_eq!(json["records"].as_array().unwrap().len(), kernels);
+    assert_eq!(json["controls"].as_array().unwrap().len(), controls);
+    let first = &json["records"][0];
+    assert!(first["cases"][0]["seeds"].as_object().is_some_and(|s| !s.is_empty()), "seeds recorded");
+    assert!(first["cases"][0]["outputs"]["out"]["max_ulp"].is_u64());
+    assert_eq!(json["exit_code"], 0);
+}
+
+#[test]
+fn each_control_swapped_in_for_its_kernel_fails_the_run_at_its_gate() {
+    let controls_dir = root().join("controls");
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&controls_dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    files.sort();
+    assert!(files.len() >= 6);
+    for file in files {
+        let control = Control::load(&file, &file.display().to_string(), &root()).unwrap();
+        let op = engine::ops::find(&control.contract).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let kernels = dir.path().join("kernels");
+        copy_dir(&root().join("kernels"), &kernels);
+        std::fs::copy(&control.source, kernels.join(op.source.unwrap())).unwrap();
+        let (code, lines, stderr) = contracts(&[
+            "--kernels",
+            kernels.to_str().unwrap(),
+            "--only",
+            op.name,
+            "--no-controls",
+            "--report",
+            dir.path().join("r.json").to_str().unwrap(),
+        ]);
+        let output = format!("{}\n{stderr}", lines.join("\n"));
+        assert_eq!(code, 1, "{} swapped in: {output}", control.source_display);
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{} ({}) FAIL", op.name, control.record)))
+            .unwrap_or_else(|| panic!("no FAIL line for record `{}`: {output}", control.record));
+        assert!(line.contains(&format!("at {}: ", control.gate)), "gate {} not named: {line}", control.gate);
+        assert!(line.contains("first ["), "first differing element not named: {line}");
+        assert!(lines.last().unwrap().contains(" 0 controls"), "{output}");
+    }
+}
+
+#[test]
+fn malformed_contracts_are_named_by_file_line_and_key_and_the_rest_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("contracts"), dir.path());
+    let good = std::fs::read_to_string(root().join("contracts/tf_softmax_stats.toml")).unwrap();
+    let bad = [
+        ("unknown_key.toml", good.replacen("about = ", "colour = \"red\"\nabout = ", 1)),
+        ("unknown_dtype.toml", good.replace("name = \"f32 scores\"", "name = \"f32 scores\"\ndtypes = { scores = \"fp8\" }")),
+        ("undefined_symbol.toml", good.replace("{ rows = 1, keys = 1, tile = 64 }", "{ rows = 1, keys = 1 }")),
+    ];
+    for (name, text) in &bad {
+        assert_ne!(text, &good, "{name}: the replacement did not apply");
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let (code, lines, stderr) = contracts(&["--contracts", dir.path().to_str().unwrap(), "--no-controls", "--report", dir.path().join("r.json").to_str().unwrap()]);
+    let output = format!("{}\n{stderr}", lines.join("\n"));
+    assert_eq!(code, 2, "{output}");
+    let error_for = |file: &str| lines.iter().find(|l| l.contains(file) && l.contains(": error: ")).unwrap_or_else(|| panic!("{file}: {output}")).clone();
+    assert!(error_for("unknown_key.toml").contains("unknown_key.toml:2: error: `colour`"), "{output}");
+    assert!(error_for("unknown_dtype.toml").contains("`record[0].dtypes.scores`: unknown dtype `fp8`"), "{output}");
+    let undefined = error_for("undefined_symbol.toml");
+    assert!(undefined.contains("`shapes.cases[0]`: undefined shape symbol `tile`"), "{output}");
+    // the good contracts still ran and were reported
+    let passing = lines.iter().filter(|l| l.contains(" pass nonfinite, repeat and shapes; ")).count();
+    assert!(passing >= 5, "{output}");
+    let n = summary_numbers(lines.last().unwrap());
+    assert_eq!((n[0], n[1]), (passing, passing), "{output}");
+}
+
+#[test]
+fn bad_flags_and_absent_backends_exit_2_and_auto_says_it_fell_back() {
+    let (code, _, stderr) = contracts(&["--repeats", "2"]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = contracts(&["--backend", "cuda"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("libcuda.so.1"), "{stderr}");
+    let (code, lines, _) = contracts(&["--backend", "auto", "--only", "tf_softmax_stats", "--no-controls", "--report", "/dev/null"]);
+    assert!(lines[0].contains("using host"), "{lines:?}");
+    assert_eq!(code, 0, "{lines:?}");
+}
