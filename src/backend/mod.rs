@@ -108,7 +108,9 @@ pub trait Module: Send + Sync {
 
 /// A BF16 GEMM through the backend's BLAS: `y[m, n] = x[m, k] . w[n, k]^T`, all row-major,
 /// bf16 `x` and `w`, products accumulated in f32, `y` in f32 or bf16 (rounded to nearest
-/// even). Addresses are device addresses of the first element of each matrix.
+/// even). Addresses are device addresses of the first element of each matrix. A column-major
+/// BLAS computes it as `y^T[n, m] = op(w)[n, k] . x^T[k, m]` with `w` transposed (lda = k),
+/// `x` as is (ldb = k) and ldc = n.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmBf16 {
     pub m: usize,
