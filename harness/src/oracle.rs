@@ -30,7 +30,7 @@ impl OracleInput<'_> {
 pub type Outputs = BTreeMap<String, Vec<f64>>;
 pub type Oracle = fn(&OracleInput) -> Result<Outputs, String>;
 
-const ORACLES: &[(&str, Oracle)] = &[("gather_rows", gather_rows), ("softmax_stats", softmax_stats), ("sum_partials", sum_partials)];
+const ORACLES: &[(&str, Oracle)] = &[("gather_rows", gather_rows), ("softmax_stats", softmax_stats), ("sum_partials", sum_partials), ("affine_dequant_rows", affine_dequant_rows), ("gemm_xwt", gemm_xwt)];
 
 pub fn find(name: &str) -> Option<Oracle> {
     ORACLES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
@@ -90,6 +90,51 @@ fn sum_partials(x: &OracleInput) -> Result<Outputs, String> {
     Ok([("out".to_string(), out)].into())
 }
 
+/// out[i, c] = scales[id, c / group] * code(id, c) + biases[id, c / group], id = ids[i], where
+/// code(id, c) is read bit by bit from row id's little-endian bitstream of 32-bit words:
+/// bit b of the code is stream bit c * bits + b, which is bit (s % 32) of word s / 32.
+fn affine_dequant_rows(x: &OracleInput) -> Result<Outputs, String> {
+    let (n, k, vocab, bits, group) = (x.symbol("n")?, x.symbol("k")?, x.symbol("vocab")?, x.symbol("bits")?, x.symbol("group")?);
+    let (table, scales, biases, ids) = (x.input("table")?, x.input("scales")?, x.input("biases")?, x.input("ids")?);
+    if bits == 0 || group == 0 || k % group != 0 || (k * bits) % 32 != 0 {
+        return Err(format!("k = {k}, bits = {bits}, group = {group}: rows are not whole words and groups"));
+    }
+    let (words, groups) = (k * bits / 32, k / group);
+    let mut out = Vec::with_capacity(n * k);
+    for &id in &ids[..n] {
+        if id < 0.0 || id as usize >= vocab {
+            return Err(format!("token id {id} outside the table of {vocab} rows"));
+        }
+        let row = id as usize;
+        let stream = &table[row * words..(row + 1) * words];
+        for c in 0..k {
+            let mut code = 0u64;
+            for b in 0..bits {
+                let s = c * bits + b;
+                let word = stream[s / 32] as u64;
+                code |= ((word >> (s % 32)) & 1) << b;
+            }
+            let g = row * groups + c / group;
+            out.push(scales[g] * code as f64 + biases[g]);
+        }
+    }
+    Ok([("out".to_string(), out)].into())
+}
+
+/// y[i, j] = sum over kk of x[i, kk] * w[j, kk], in f64.
+fn gemm_xwt(x: &OracleInput) -> Result<Outputs, String> {
+    let (m, n, k) = (x.symbol("m")?, x.symbol("n")?, x.symbol("k")?);
+    let (a, w) = (x.input("x")?, x.input("w")?);
+    let mut y = Vec::with_capacity(m * n);
+    for i in 0..m {
+        let row = &a[i * k..(i + 1) * k];
+        for j in 0..n {
+            y.push(row.iter().zip(&w[j * k..(j + 1) * k]).map(|(p, q)| p * q).sum());
+        }
+    }
+    Ok([("y".to_string(), y)].into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +174,56 @@ mod tests {
         );
         let want = (10.0 + (-1f64).exp() * 20.0) / (1.0 + (-1f64).exp());
         assert!((out["out"][0] - want).abs() < 1e-12);
+    }
+
+    #[test]
+    fn affine_dequant_rows_reads_codes_across_word_boundaries() {
+        // k = 32 codes of 3 bits = 96 bits = 3 words; code c is c % 8, except code 10 = 7 (0b111),
+        // which straddles words 0 and 1: its low 2 bits are bits 30, 31 of word 0, its high bit
+        // is bit 0 of word 1
+        let codes: Vec<u64> = (0..32).map(|c| if c == 10 { 7 } else { c % 8 }).collect();
+        // by hand, most significant first: code 10's low bits, codes 9 (1), 8 (0), 7 (7), ..., 0 (0)
+        let word0: u64 = 0b11_001_000_111_110_101_100_011_010_001_000;
+        // bit 0: code 10's high bit; then codes 11 (3), 12 (4), ... at bits 1-3, 4-6, ...
+        let mut stream = [0u64; 3];
+        for (c, code) in codes.iter().enumerate() {
+            for b in 0..3 {
+                let s = c * 3 + b;
+                stream[s / 32] |= ((code >> b) & 1) << (s % 32);
+            }
+        }
+        assert_eq!(stream[0], word0);
+        assert_eq!(stream[1] & 0b1111, 0b0111, "code 11 (3) at bits 1-3 above code 10's high bit");
+        let table: Vec<f64> = stream.iter().map(|w| *w as f64).collect();
+        let out = run(
+            "affine_dequant_rows",
+            &[("n", 1), ("k", 32), ("vocab", 1), ("bits", 3), ("group", 32)],
+            &[("table", table), ("scales", vec![0.5]), ("biases", vec![-1.0]), ("ids", vec![0.])],
+        );
+        let want: Vec<f64> = codes.iter().map(|c| 0.5 * *c as f64 - 1.0).collect();
+        assert_eq!(out["out"], want);
+        // 6 bits, two rows, two groups of 32; row 1 all ones (code 63) scaled by 2 and 3
+        let ones = vec![u32::MAX as f64; 12];
+        let zeros = vec![0.0; 12];
+        let out = run(
+            "affine_dequant_rows",
+            &[("n", 2), ("k", 64), ("vocab", 2), ("bits", 6), ("group", 32)],
+            &[("table", [zeros, ones].concat()), ("scales", vec![1., 1., 2., 3.]), ("biases", vec![0.25, 0.5, 1., -1.]), ("ids", vec![1., 0.])],
+        );
+        assert_eq!(&out["out"][..32], &[127.0; 32]);
+        assert_eq!(&out["out"][32..64], &[188.0; 32]);
+        assert_eq!(&out["out"][64..96], &[0.25; 32]);
+        assert_eq!(&out["out"][96..], &[0.5; 32]);
+    }
+
+    #[test]
+    fn gemm_xwt_multiplies_by_the_transpose() {
+        // x = [[1, 2, 3], [4, 5, 6]], w = [[1, 0, -1], [2, 1, 0]]: y = x . w^T
+        let out = run(
+            "gemm_xwt",
+            &[("m", 2), ("n", 2), ("k", 3)],
+            &[("x", vec![1., 2., 3., 4., 5., 6.]), ("w", vec![1., 0., -1., 2., 1., 0.])],
+        );
+        assert_eq!(out["y"], vec![-2., 4., -2., 13.]);
     }
 }

@@ -6,7 +6,7 @@ pub mod host;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::EngineError;
+use crate::{DType, EngineError};
 
 /// A kernel source file and the kernels in it that the engine launches.
 #[derive(Clone, Debug)]
@@ -106,6 +106,22 @@ pub trait Module: Send + Sync {
     fn launch(&self, kernel: &str, dims: LaunchDims, schedule: Schedule, args: &[KernelArg]) -> Result<LaunchReport, EngineError>;
 }
 
+/// A BF16 GEMM through the backend's BLAS: `y[m, n] = x[m, k] . w[n, k]^T`, all row-major,
+/// bf16 `x` and `w`, products accumulated in f32, `y` in f32 or bf16 (rounded to nearest
+/// even). Addresses are device addresses of the first element of each matrix. A column-major
+/// BLAS computes it as `y^T[n, m] = op(w)[n, k] . x^T[k, m]` with `w` transposed (lda = k),
+/// `x` as is (ldb = k) and ldc = n.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmBf16 {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub x: u64,
+    pub w: u64,
+    pub y: u64,
+    pub y_dtype: DType,
+}
+
 pub trait Backend: Send + Sync {
     /// `host`, `cuda`, `hip`.
     fn name(&self) -> &'static str;
@@ -115,4 +131,9 @@ pub trait Backend: Send + Sync {
     fn toolchain(&self) -> String;
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError>;
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError>;
+    /// The BLAS BF16 projection (`projection_bf16`); a backend without one says so.
+    fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
+        let _ = request;
+        Err(EngineError::Op { op: "gemm_bf16".into(), reason: format!("the {} backend has no BF16 GEMM", self.name()) })
+    }
 }

@@ -4,6 +4,8 @@
 
 mod attention;
 mod embed;
+mod projection;
+mod quantized;
 
 use std::collections::BTreeMap;
 
@@ -147,7 +149,7 @@ pub(crate) fn blocks_for(op: &OpCall, elements: i64, threads: u32) -> Result<u32
 }
 
 pub fn registry() -> &'static [OpSpec] {
-    static OPS: &[OpSpec] = &[embed::TF_EMBED_DENSE, attention::TF_SOFTMAX_STATS, attention::TF_SUM_PARTIALS];
+    static OPS: &[OpSpec] = &[embed::TF_EMBED_DENSE, attention::TF_SOFTMAX_STATS, attention::TF_SUM_PARTIALS, quantized::TF_EMBED_ROWS, projection::PROJECTION_BF16];
     OPS
 }
 

@@ -2,6 +2,7 @@
 //! run on the CPU with GPU block semantics (fibers, barriers, warp exchange, shared memory).
 
 mod compile;
+mod gemm;
 mod runtime;
 #[cfg(test)]
 mod tests;
@@ -14,7 +15,7 @@ pub use compile::HostCompiler;
 pub use runtime::worker_count;
 
 use crate::EngineError;
-use crate::backend::{Backend, DeviceBuffer, KernelSource, Module};
+use crate::backend::{Backend, DeviceBuffer, GemmBf16, KernelSource, LaunchReport, Module};
 
 #[derive(Clone, Debug)]
 pub struct HostOptions {
@@ -80,6 +81,10 @@ impl Backend for HostBackend {
         let module = Arc::new(runtime::HostModule::open(source, &library, self.options.workers)?);
         modules.insert(library, module.clone());
         Ok(module)
+    }
+
+    fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
+        gemm::gemm_bf16(request)
     }
 }
 
