@@ -12,6 +12,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::gate::Gate;
+use crate::limits::{self, Limits};
 use crate::inputs::{Generator, InputSpec};
 use crate::oracle::{self, Oracle};
 use crate::tolerance::Tolerance;
@@ -39,6 +40,8 @@ pub struct Contract {
     pub oracle_name: String,
     pub oracle: Oracle,
     pub findings: Vec<Finding>,
+    /// `[limits.<arch>]`: recorded figures and budget per architecture.
+    pub limits: BTreeMap<String, Limits>,
 }
 
 #[derive(Clone, Debug)]
@@ -90,6 +93,8 @@ struct RawContract {
     reference: RawReference,
     #[serde(default)]
     finding: Vec<Spanned<RawFinding>>,
+    #[serde(default)]
+    limits: BTreeMap<String, Spanned<toml::Table>>,
 }
 
 #[derive(Deserialize)]
@@ -361,8 +366,14 @@ impl Contract {
             });
         }
 
+        let mut limits = BTreeMap::new();
+        for (arch, table) in &raw.limits {
+            limits.insert(arch.clone(), parse_limits(&source, arch, table)?);
+        }
+
         Ok(Contract {
             file: file.to_string(),
+            limits,
             op,
             about: raw.about,
             records,
@@ -377,6 +388,41 @@ impl Contract {
     pub fn record(&self, name: &str) -> Option<&Record> {
         self.records.iter().find(|r| r.name == name)
     }
+}
+
+/// `[limits.gfx1201]`: `compiler = "..."`, recorded figures as integers, `budget = { .. }`.
+fn parse_limits(source: &Source, arch: &str, table: &Spanned<toml::Table>) -> Result<Limits, ContractError> {
+    let at = table.span().start;
+    let key = format!("limits.{arch}");
+    let names = limits::figure_names(arch)
+        .ok_or_else(|| source.error(at, &key, format!("unknown architecture `{arch}` (gfx targets such as gfx1201, or sm_90)")))?;
+    let figure = |name: &str, value: &toml::Value, key: String| -> Result<u64, ContractError> {
+        if !names.contains(&name) {
+            return Err(source.error(at, key, format!("unknown figure `{name}` for {arch} (known: {})", names.join(", "))));
+        }
+        value
+            .as_integer()
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or_else(|| source.error(at, key, format!("`{name}` must be a non-negative integer")))
+    };
+    let mut limits = Limits { line: source.line_of(at), ..Limits::default() };
+    for (name, value) in table.get_ref() {
+        match name.as_str() {
+            "compiler" => {
+                limits.compiler = Some(value.as_str().ok_or_else(|| source.error(at, format!("{key}.compiler"), "must be a string"))?.to_string())
+            }
+            "budget" => {
+                let budget = value.as_table().ok_or_else(|| source.error(at, format!("{key}.budget"), "must be a table of figures"))?;
+                for (figure_name, v) in budget {
+                    limits.budget.insert(figure_name.clone(), figure(figure_name, v, format!("{key}.budget.{figure_name}"))?);
+                }
+            }
+            other => {
+                limits.recorded.insert(other.to_string(), figure(other, value, format!("{key}.{other}"))?);
+            }
+        }
+    }
+    Ok(limits)
 }
 
 type ToleranceMap = BTreeMap<String, (Tolerance, Option<String>)>;

@@ -11,3 +11,4 @@ pub mod oracle;
 pub mod report;
 pub mod runner;
 pub mod tolerance;
+pub mod limits;

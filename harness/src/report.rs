@@ -78,7 +78,20 @@ pub fn record_line(r: &RecordResult) -> String {
             },
         };
     }
-    let summary = format!("{} cases, {} elements, {}", r.cases.len(), crate::format::count(r.elements()), accuracy(r));
+    let mut summary = if r.cases.is_empty() {
+        String::new()
+    } else {
+        format!("{} cases, {} elements, {}", r.cases.len(), crate::format::count(r.elements()), accuracy(r))
+    };
+    if let Some(limits) = &r.limits {
+        if !summary.is_empty() {
+            summary.push_str("; ");
+        }
+        summary.push_str(&limits.summary(&limits.arch));
+    }
+    if r.gates_run == [Gate::Limits] {
+        summary.push_str("; gates 1-3 not run (no device)");
+    }
     match r.outcome {
         Outcome::Pass => format!("{title} pass {}; {summary}", gate_list(&r.gates_run)),
         Outcome::KnownFinding => format!("{title} pass {} with known finding at {}; {summary}", gate_list(&r.gates_run), r.findings.join("; ")),
@@ -124,6 +137,8 @@ pub struct Summary {
     pub limit_problems: usize,
     /// Contracts or controls that could not be loaded.
     pub load_errors: usize,
+    /// Only gate 4 ran, from the compiler's figures, with no device.
+    pub static_only: bool,
 }
 
 impl Summary {
@@ -142,18 +157,24 @@ impl Summary {
             controls: report.controls.len(),
             red_as_planted: count(&report.controls, Outcome::RedAsPlanted),
             missed: count(&report.controls, Outcome::Missed),
-            limit_problems: 0,
+            limit_problems: {
+                let mut kernels: Vec<&str> =
+                    report.records.iter().filter(|r| r.limits.as_ref().is_some_and(|l| !l.problems.is_empty())).map(|r| r.op.as_str()).collect();
+                kernels.dedup();
+                kernels.len()
+            },
             load_errors: report.contract_errors.len(),
+            static_only: report.gates_run == [Gate::Limits],
         }
     }
 
     pub fn line(&self) -> String {
+        let gates = if self.static_only { "gate 4 (static; gates 1-3 not run: no device)".to_string() } else { format!("gates 1-{}", self.gates) };
         format!(
-            "SUMMARY {} {} kernels: {} pass gates 1-{}, {} fail, {} known findings; {} controls: {} red as planted, {} missed; {} limit problems",
+            "SUMMARY {} {} kernels: {} pass {gates}, {} fail, {} known findings; {} controls: {} red as planted, {} missed; {} limit problems",
             self.arch,
             self.records,
             self.pass,
-            self.gates,
             self.fail,
             self.known_findings,
             self.controls,
@@ -227,6 +248,7 @@ mod tests {
             blocks: 1,
             switches: 0,
             inactive_lane_reads: 0,
+            block_threads: 256,
         }
     }
 
@@ -244,6 +266,7 @@ mod tests {
             error: None,
             tolerances: [("out".to_string(), tolerance.to_string())].into(),
             cases: vec![case(64, 0, 0.0), case(910, 0, 0.0), case(7168, 0, 0.0)],
+            limits: None,
             seconds: 0.1,
         }
     }
@@ -324,6 +347,7 @@ mod tests {
             contract_errors: Vec::new(),
             records: vec![record("a", Outcome::Pass, "exact"), record("b", Outcome::KnownFinding, "exact")],
             controls: vec![record("a", Outcome::RedAsPlanted, "exact")],
+            controls_not_applicable: Vec::new(),
             timing: Timing::default(),
         };
         let green = Summary::of(&report);

@@ -17,6 +17,7 @@ use crate::format;
 use crate::gate::Gate;
 use crate::gates::{self, Failure, Metrics};
 use crate::inputs::tensor_seed;
+use crate::limits::{self, LimitsReport};
 use crate::oracle::OracleInput;
 
 /// What a run covers and how.
@@ -33,6 +34,8 @@ pub struct Settings {
     pub seed: u64,
     /// Launches per case for the repeat gate (at least 3).
     pub repeats: usize,
+    /// A limit problem (figures that differ from the recorded ones) fails the record.
+    pub strict_limits: bool,
 }
 
 pub const DEFAULT_SEED: u64 = 0x6b65_726e_656c;
@@ -94,6 +97,7 @@ pub struct CaseReport {
     pub blocks: u64,
     pub switches: u64,
     pub inactive_lane_reads: u64,
+    pub block_threads: u32,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -112,6 +116,8 @@ pub struct RecordResult {
     pub error: Option<String>,
     pub tolerances: BTreeMap<String, String>,
     pub cases: Vec<CaseReport>,
+    /// Gate 4's figures and verdicts, where it ran.
+    pub limits: Option<LimitsReport>,
     pub seconds: f64,
 }
 
@@ -128,6 +134,8 @@ impl RecordResult {
 pub enum Event<'a> {
     Started { arch: &'a str, backend: &'a str, toolchain: &'a str },
     ContractError(&'a ContractError),
+    /// Controls whose gate does not run on this architecture.
+    NotApplicable { arch: &'a str, controls: &'a [String] },
     Record(&'a RecordResult),
     Control(&'a RecordResult),
 }
@@ -151,6 +159,7 @@ pub struct RunReport {
     pub contract_errors: Vec<ContractError>,
     pub records: Vec<RecordResult>,
     pub controls: Vec<RecordResult>,
+    pub controls_not_applicable: Vec<String>,
     pub timing: Timing,
 }
 
@@ -168,12 +177,29 @@ impl Serialize for ContractError {
 
 /// The gates a backend runs: 1-3 everywhere; limits and seams come with the backends and
 /// contracts that define them.
-pub fn gates_for(_backend: &dyn Backend) -> Vec<Gate> {
-    vec![Gate::Nonfinite, Gate::Repeat, Gate::Shapes]
+pub fn gates_for(backend: &dyn Backend) -> Vec<Gate> {
+    let mut gates = vec![Gate::Nonfinite, Gate::Repeat, Gate::Shapes];
+    if backend.has_live_limits() {
+        gates.push(Gate::Limits);
+    }
+    gates
 }
 
 fn display(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
+}
+
+/// Controls: the TOML files of the folder and of its subfolders (`controls/limits/`).
+fn control_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = toml_files(dir);
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    subdirs.sort();
+    for sub in subdirs {
+        files.extend(toml_files(&sub));
+    }
+    files
 }
 
 fn toml_files(dir: &Path) -> Vec<PathBuf> {
@@ -200,6 +226,7 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
         contract_errors: Vec::new(),
         records: Vec::new(),
         controls: Vec::new(),
+        controls_not_applicable: Vec::new(),
         timing: Timing::default(),
     };
 
@@ -231,8 +258,9 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
         }
     }
     let mut controls: Vec<Control> = Vec::new();
+    let mut not_applicable: Vec<String> = Vec::new();
     if settings.run_controls {
-        for path in toml_files(&settings.controls_dir) {
+        for path in control_files(&settings.controls_dir) {
             let control = Control::load(&path, &display(&settings.root, &path), &settings.root).and_then(|c| {
                 let source = crate::contract::Source { file: &c.file, text: "" };
                 if !settings.only.is_empty() && !settings.only.contains(&c.contract) {
@@ -249,7 +277,8 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
                     return Err(source.error(0, "record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; "))));
                 }
                 if !gates_run.contains(&c.gate) {
-                    return Err(source.error(0, "gate", format!("gate {} does not run on {}", c.gate, arch)));
+                    not_applicable.push(format!("{} ({})", c.file, c.gate));
+                    return Ok(None);
                 }
                 Ok(Some(c))
             });
@@ -268,6 +297,10 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
     for e in &report.contract_errors {
         on_event(&Event::ContractError(e));
     }
+    if !not_applicable.is_empty() {
+        on_event(&Event::NotApplicable { arch: &arch, controls: &not_applicable });
+    }
+    report.controls_not_applicable = not_applicable.clone();
 
     // build every kernel source first, on all cores
     let build_started = Instant::now();
@@ -389,6 +422,7 @@ fn run_record(
         error: None,
         tolerances: record.tolerances.iter().map(|(k, (t, _))| (k.clone(), t.to_string())).collect(),
         cases: Vec::new(),
+        limits: None,
         seconds: 0.0,
     };
     match module {
@@ -426,10 +460,47 @@ fn run_record(
             }
         }
     }
+    if gates_run.contains(&Gate::Limits) && result.error.is_none() {
+        if let (Ok(Some(module)), Some(symbol)) = (module, contract.op.symbol) {
+            match module.resource_usage(symbol) {
+                Some(Ok(mut usage)) => {
+                    if let Some(threads) = result.cases.first().map(|c| c.block_threads) {
+                        usage.figures.insert("threads".into(), threads as u64);
+                    }
+                    let arch = backend.arch();
+                    let report = limits::check(&arch, "live", &usage, contract.limits.get(&arch));
+                    add_limits_failure(&mut result, &report, context.settings.strict_limits);
+                    result.limits = Some(report);
+                }
+                Some(Err(e)) => result.error = Some(format!("live limits: {}", error_chain(&e))),
+                None => {}
+            }
+        }
+    }
     result.failures.sort_by_key(|f| f.gate);
     result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run);
     result.seconds = started.elapsed().as_secs_f64();
     result
+}
+
+/// Over budget (or, with strict limits, any limit problem) turns gate 4 red.
+fn add_limits_failure(result: &mut RecordResult, report: &LimitsReport, strict: bool) {
+    let mut reasons = report.over_budget.clone();
+    if strict {
+        reasons.extend(report.problems.iter().map(|p| format!("limit problem (strict): {p}")));
+    }
+    if reasons.is_empty() {
+        return;
+    }
+    result.failures.push(GateFailure {
+        gate: Gate::Limits,
+        case_index: 0,
+        case: format!("{} {}", report.source, report.arch),
+        tensor: "kernel".into(),
+        failure: Failure { count: reasons.len(), total: report.figures.len(), first: None, message: reasons.join("; ") },
+        also: Vec::new(),
+        failing_cases: vec![0],
+    });
 }
 
 /// One function decides a record's outcome: findings cover red gates for their arch and
@@ -531,6 +602,7 @@ fn run_case(
         blocks: 0,
         switches: 0,
         inactive_lane_reads: 0,
+        block_threads: 0,
     };
     for launch in 0..repeats {
         for name in &outputs {
@@ -552,6 +624,7 @@ fn run_case(
         if launch == 0 {
             report.blocks = stats.blocks;
             report.switches = stats.switches;
+            report.block_threads = stats.block_threads;
         }
         report.inactive_lane_reads = report.inactive_lane_reads.max(stats.inactive_lane_reads);
         for name in &outputs {

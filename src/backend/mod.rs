@@ -3,6 +3,7 @@
 
 pub mod host;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -87,6 +88,8 @@ pub struct LaunchReport {
     pub switches: u64,
     /// Shuffle reads from a lane that had exited (the reader got its own value).
     pub inactive_lane_reads: u64,
+    /// Threads per block of the launch (the `threads` figure of the limits gate).
+    pub block_threads: u32,
 }
 
 /// A device allocation. On the host backend it is host memory.
@@ -100,10 +103,34 @@ pub trait DeviceBuffer: Send + Sync {
     fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError>;
 }
 
+/// Resource usage of one compiled kernel, as its compiler or the runtime reports it, by
+/// figure name: `vgprs`, `sgprs`, `lds`, `scratch`, `vgpr_spills`, `sgpr_spills` (AMD);
+/// `registers`, `shared`, `local` (NVIDIA); `threads` is the most a block may have.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResourceUsage {
+    pub figures: BTreeMap<String, u64>,
+    /// Who produced the figures: `clang version 22.1.8`, `NVRTC 13.0 (driver 13000)`.
+    pub compiler: String,
+}
+
 /// A compiled kernel source, loaded and ready to launch.
 pub trait Module: Send + Sync {
     fn source(&self) -> &KernelSource;
     fn launch(&self, kernel: &str, dims: LaunchDims, schedule: Schedule, args: &[KernelArg]) -> Result<LaunchReport, EngineError>;
+    /// Live resource usage of a kernel, where the backend can tell (not the host).
+    fn resource_usage(&self, kernel: &str) -> Option<Result<ResourceUsage, EngineError>> {
+        let _ = kernel;
+        None
+    }
+}
+
+/// Builds kernels for an architecture without a device and reads their resource usage
+/// from the compiler's output (a gfx1201 code object's metadata, an sm_90 cubin).
+pub trait StaticCompiler: Send + Sync {
+    /// `gfx1201`, `sm_90`.
+    fn arch(&self) -> String;
+    fn identity(&self) -> String;
+    fn resource_usage(&self, source: &KernelSource, kernel: &str) -> Result<ResourceUsage, EngineError>;
 }
 
 /// A BF16 GEMM through the backend's BLAS: `y[m, n] = x[m, k] . w[n, k]^T`, all row-major,
@@ -131,6 +158,10 @@ pub trait Backend: Send + Sync {
     fn toolchain(&self) -> String;
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError>;
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError>;
+    /// Whether modules report live resource usage (gate 4 runs).
+    fn has_live_limits(&self) -> bool {
+        false
+    }
     /// The BLAS BF16 projection (`projection_bf16`); a backend without one says so.
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
         let _ = request;

@@ -63,6 +63,9 @@ struct Flags {
     /// Where built host kernels are cached (default: <root>/target/kernel-cache).
     #[arg(long)]
     cache_dir: Option<PathBuf>,
+    /// A limit problem (live figures that differ from the recorded ones) fails the record.
+    #[arg(long)]
+    strict_limits: bool,
     /// The JSON report (default: <root>/reports/last/<arch>.json).
     #[arg(long)]
     report: Option<PathBuf>,
@@ -126,12 +129,16 @@ fn run(flags: &Flags) -> Result<i32> {
         run_controls: !flags.no_controls,
         seed: flags.seed,
         repeats: flags.repeats as usize,
+        strict_limits: flags.strict_limits,
     };
     let mut print = |event: &Event| match event {
         Event::Started { arch, backend, toolchain } => {
             println!("kernel-contracts {}: backend {backend} ({arch}), {toolchain}; seed {:#x}", env!("CARGO_PKG_VERSION"), settings.seed)
         }
         Event::ContractError(e) => println!("{}", report::contract_error_line(e)),
+        Event::NotApplicable { arch, controls } => {
+            println!("not run on {arch}, their gate does not run here: {}", controls.join(", "))
+        }
         Event::Record(r) | Event::Control(r) => {
             println!("{}", report::record_line(r));
             for line in report::detail_lines(r) {

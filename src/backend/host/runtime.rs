@@ -155,7 +155,7 @@ impl Module for HostModule {
         let workers = self.workers.min(blocks as usize).max(1);
         let results = pool().run(job, workers);
 
-        let mut report = LaunchReport::default();
+        let mut report = LaunchReport { block_threads: threads as u32, ..LaunchReport::default() };
         let mut first_error: Option<(c_int, String)> = None;
         for r in &results {
             report.blocks += r.blocks;
