@@ -1,16 +1,19 @@
-// Control: tf_dense_rows as a split-K kernel: the blocks of a row each take one slice of the
-// input dimension for every output and add their partial dot products into y with float
-// atomicAdd. Nothing zeroes y first (the kernel assumes a memset that the launcher never
-// does), and the adds land in whatever order the blocks run.
+// Control: tf_dense_rows as a split-K kernel: up to 4 blocks of a row each take one slice of
+// the input dimension for every output (the rest of the grid has nothing to do) and add
+// their partial dot products into y with float atomicAdd. Nothing zeroes y first (the
+// kernel assumes a memset that the launcher never does), and the adds land in whatever
+// order the blocks run.
 #include "common.h"
 
 #define TF_DENSE_THREADS 256
 #define TF_DENSE_WARPS (TF_DENSE_THREADS / 32)
+#define TF_DENSE_SPLITS 4
 
 extern "C" __global__ void tf_dense_rows(const void* w, int w_kind, const float* x, int n, int k, float* y) {
   int lane = (int)(threadIdx.x % 32), warp = (int)(threadIdx.x / 32);
   int row = (int)blockIdx.y;
-  int splits = (int)gridDim.x, slice = (k + splits - 1) / splits;
+  int splits = min((int)gridDim.x, TF_DENSE_SPLITS), slice = (k + splits - 1) / splits;
+  if ((int)blockIdx.x >= splits) return;
   int begin = (int)blockIdx.x * slice, end = min(begin + slice, k);
   long long x_base = (long long)row * k;
   for (int o = warp; o < n; o += TF_DENSE_WARPS) {
