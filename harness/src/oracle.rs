@@ -30,7 +30,19 @@ impl OracleInput<'_> {
 pub type Outputs = BTreeMap<String, Vec<f64>>;
 pub type Oracle = fn(&OracleInput) -> Result<Outputs, String>;
 
-const ORACLES: &[(&str, Oracle)] = &[("gather_rows", gather_rows), ("softmax_stats", softmax_stats), ("sum_partials", sum_partials), ("affine_dequant_rows", affine_dequant_rows), ("gemm_xwt", gemm_xwt)];
+const ORACLES: &[(&str, Oracle)] = &[
+    ("gather_rows", gather_rows),
+    ("softmax_stats", softmax_stats),
+    ("sum_partials", sum_partials),
+    ("score_keys", score_keys),
+    ("apply_values", apply_values),
+    ("sum_partials_act", sum_partials_act),
+    ("kv_append", kv_append),
+    ("argmax", argmax),
+    ("dense_rows", dense_rows),
+    ("affine_dequant_rows", affine_dequant_rows),
+    ("gemm_xwt", gemm_xwt),
+];
 
 pub fn find(name: &str) -> Option<Oracle> {
     ORACLES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
@@ -90,6 +102,107 @@ fn sum_partials(x: &OracleInput) -> Result<Outputs, String> {
     Ok([("out".to_string(), out)].into())
 }
 
+/// scores[r, key] = scale * sum_i q[r, i] k_cache[key, i]
+fn score_keys(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, keys, d) = (x.symbol("rows")?, x.symbol("keys")?, x.symbol("d")?);
+    let (q, k, scale) = (x.input("q")?, x.input("k_cache")?, x.param("scale")?);
+    let mut scores = Vec::with_capacity(rows * keys);
+    for r in 0..rows {
+        let query = &q[r * d..(r + 1) * d];
+        for key in 0..keys {
+            let dot: f64 = query.iter().zip(&k[key * d..(key + 1) * d]).map(|(a, b)| a * b).sum();
+            scores.push(scale * dot);
+        }
+    }
+    Ok([("scores".to_string(), scores)].into())
+}
+
+/// partials[r, t, :] = sum over keys j of tile t of exp(scores[r, j] - tile_max[r, t]) v_cache[j, :]
+fn apply_values(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, keys, tile, d) = (x.symbol("rows")?, x.symbol("keys")?, x.symbol("tile")?, x.symbol("d")?);
+    let (scores, maxima, v) = (x.input("scores")?, x.input("tile_max")?, x.input("v_cache")?);
+    let tiles = keys.div_ceil(tile);
+    let mut partials = vec![0.0; rows * tiles * d];
+    for r in 0..rows {
+        for t in 0..tiles {
+            let out = &mut partials[(r * tiles + t) * d..(r * tiles + t + 1) * d];
+            for j in t * tile..((t + 1) * tile).min(keys) {
+                let p = (scores[r * keys + j] - maxima[r * tiles + t]).exp();
+                for (o, value) in out.iter_mut().zip(&v[j * d..(j + 1) * d]) {
+                    *o += p * value;
+                }
+            }
+        }
+    }
+    Ok([("partials".to_string(), partials)].into())
+}
+
+/// sum_partials, each element times sigmoid(gate[r, j]) = 1 / (1 + exp(-gate[r, j]))
+fn sum_partials_act(x: &OracleInput) -> Result<Outputs, String> {
+    let mut out = sum_partials(x)?;
+    let gate = x.input("gate")?;
+    let combined = out.get_mut("out").ok_or("sum_partials gave no `out`")?;
+    for (o, g) in combined.iter_mut().zip(gate) {
+        *o /= 1.0 + (-g).exp();
+    }
+    Ok(out)
+}
+
+/// The cache with each new row i at slot slots[i] (as the cache type holds it); negative
+/// slots are padding, and of two new rows with the same slot the later one wins.
+fn kv_append(x: &OracleInput) -> Result<Outputs, String> {
+    let (n, pages, page_size, d) = (x.symbol("n")?, x.symbol("pages")?, x.symbol("page_size")?, x.symbol("d")?);
+    let slots = x.input("slots")?;
+    let rows = pages * page_size;
+    let mut out = Outputs::new();
+    for (fresh, given, returned) in [("k_new", "k_cache_in", "k_cache"), ("v_new", "v_cache_in", "v_cache")] {
+        let (fresh, mut cache) = (x.input(fresh)?, x.input(given)?.to_vec());
+        for (i, &slot) in slots.iter().enumerate().take(n) {
+            if slot < 0.0 {
+                continue;
+            }
+            if slot >= rows as f64 {
+                return Err(format!("slot {slot} outside the cache of {rows} rows"));
+            }
+            let s = slot as usize;
+            cache[s * d..(s + 1) * d].copy_from_slice(&fresh[i * d..(i + 1) * d]);
+        }
+        out.insert(returned.to_string(), cache);
+    }
+    Ok(out)
+}
+
+/// The index of each row's largest value, the lowest index among equal ones.
+fn argmax(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, vocab) = (x.symbol("rows")?, x.symbol("vocab")?);
+    let logits = x.input("logits")?;
+    let mut out = Vec::with_capacity(rows);
+    for row in logits.chunks(vocab).take(rows) {
+        let mut best = 0;
+        for (j, v) in row.iter().enumerate() {
+            if *v > row[best] {
+                best = j;
+            }
+        }
+        out.push(best as f64);
+    }
+    Ok([("out".to_string(), out)].into())
+}
+
+/// y[r, o] = sum_i w[o, i] x[r, i]
+fn dense_rows(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, n, k) = (x.symbol("rows")?, x.symbol("n")?, x.symbol("k")?);
+    let (w, input) = (x.input("w")?, x.input("x")?);
+    let mut y = Vec::with_capacity(rows * n);
+    for r in 0..rows {
+        let row = &input[r * k..(r + 1) * k];
+        for o in 0..n {
+            y.push(w[o * k..(o + 1) * k].iter().zip(row).map(|(a, b)| a * b).sum());
+        }
+    }
+    Ok([("y".to_string(), y)].into())
+}
+
 /// out[i, c] = scales[id, c / group] * code(id, c) + biases[id, c / group], id = ids[i], where
 /// code(id, c) is read bit by bit from row id's little-endian bitstream of 32-bit words:
 /// bit b of the code is stream bit c * bits + b, which is bit (s % 32) of word s / 32.
@@ -140,9 +253,14 @@ mod tests {
     use super::*;
 
     fn run(name: &str, symbols: &[(&str, i64)], inputs: &[(&str, Vec<f64>)]) -> Outputs {
+        run_with(name, symbols, &[], inputs)
+    }
+
+    fn run_with(name: &str, symbols: &[(&str, i64)], params: &[(&str, f64)], inputs: &[(&str, Vec<f64>)]) -> Outputs {
         let symbols: Symbols = symbols.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let params: BTreeMap<String, f64> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         let inputs: BTreeMap<String, Vec<f64>> = inputs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        find(name).unwrap()(&OracleInput { symbols: &symbols, params: &BTreeMap::new(), inputs: &inputs }).unwrap()
+        find(name).unwrap()(&OracleInput { symbols: &symbols, params: &params, inputs: &inputs }).unwrap()
     }
 
     #[test]
@@ -174,6 +292,80 @@ mod tests {
         );
         let want = (10.0 + (-1f64).exp() * 20.0) / (1.0 + (-1f64).exp());
         assert!((out["out"][0] - want).abs() < 1e-12);
+    }
+
+    #[test]
+    fn score_keys_scales_each_query_key_dot_product() {
+        // q = [[1, 2], [0, -1]], keys [3, 4], [-1, 1], [0.5, 0]
+        let out = run_with(
+            "score_keys",
+            &[("rows", 2), ("keys", 3), ("d", 2)],
+            &[("scale", 0.5)],
+            &[("q", vec![1., 2., 0., -1.]), ("k_cache", vec![3., 4., -1., 1., 0.5, 0.])],
+        );
+        assert_eq!(out["scores"], vec![5.5, 0.5, 0.25, -2., -0.5, 0.]);
+    }
+
+    #[test]
+    fn apply_values_weights_each_tiles_keys_by_exp_of_score_minus_tile_max() {
+        // 3 keys in tiles of 2: tile 0 = keys 0, 1; tile 1 = key 2 alone
+        let out = run(
+            "apply_values",
+            &[("rows", 1), ("keys", 3), ("tile", 2), ("d", 2)],
+            &[("scores", vec![1., 0., 2.]), ("tile_max", vec![1., 3.]), ("v_cache", vec![1., 2., 10., 20., 4., -4.])],
+        );
+        let e = (-1f64).exp();
+        assert_eq!(out["partials"], vec![1. + 10. * e, 2. + 20. * e, 4. * e, -4. * e]);
+    }
+
+    #[test]
+    fn sum_partials_act_gates_the_combined_row() {
+        let out = run(
+            "sum_partials_act",
+            &[("rows", 1), ("tiles", 1), ("d", 2)],
+            &[("partials", vec![2., 4.]), ("tile_max", vec![3.]), ("tile_sum", vec![2.]), ("gate", vec![0., 2f64.ln()])],
+        );
+        // sigmoid(0) = 1/2, sigmoid(ln 2) = 1 / (1 + 1/2) = 2/3
+        assert_eq!(out["out"][0], 0.5);
+        assert!((out["out"][1] - 4. / 3.).abs() < 1e-15);
+    }
+
+    #[test]
+    fn kv_append_copies_the_cache_and_places_new_rows_at_their_slots() {
+        // 2 pages of 2 rows, d = 1; new rows 7, 8, 9 at slots 3, -1 (padding), 0
+        let out = run(
+            "kv_append",
+            &[("n", 3), ("pages", 2), ("page_size", 2), ("d", 1)],
+            &[
+                ("k_new", vec![7., 8., 9.]),
+                ("v_new", vec![-7., -8., -9.]),
+                ("slots", vec![3., -1., 0.]),
+                ("k_cache_in", vec![1., 2., 3., 4.]),
+                ("v_cache_in", vec![-1., -2., -3., -4.]),
+            ],
+        );
+        assert_eq!(out["k_cache"], vec![9., 2., 3., 7.]);
+        assert_eq!(out["v_cache"], vec![-9., -2., -3., -7.]);
+        // the same slot twice: the later row wins
+        let out = run(
+            "kv_append",
+            &[("n", 2), ("pages", 1), ("page_size", 2), ("d", 1)],
+            &[("k_new", vec![5., 6.]), ("v_new", vec![5., 6.]), ("slots", vec![1., 1.]), ("k_cache_in", vec![0., 0.]), ("v_cache_in", vec![0., 0.])],
+        );
+        assert_eq!(out["k_cache"], vec![0., 6.]);
+    }
+
+    #[test]
+    fn argmax_takes_the_lowest_index_of_tied_maxima() {
+        let out = run("argmax", &[("rows", 4), ("vocab", 3)], &[("logits", vec![1., 3., 3., 5., 0., 5., -1., -2., 2., 0., -0., 0.])]);
+        assert_eq!(out["out"], vec![1., 0., 2., 0.]);
+    }
+
+    #[test]
+    fn dense_rows_is_x_times_w_transposed() {
+        // w = [[1, 2], [3, -1], [0, 1]], x = [[2, 1]]
+        let out = run("dense_rows", &[("rows", 1), ("n", 3), ("k", 2)], &[("w", vec![1., 2., 3., -1., 0., 1.]), ("x", vec![2., 1.])]);
+        assert_eq!(out["y"], vec![4., 5., 1.]);
     }
 
     #[test]

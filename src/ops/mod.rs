@@ -3,9 +3,11 @@
 //! launches every kernel through these launchers, so what is verified is what ships.
 
 mod attention;
+mod cache;
 mod embed;
 mod projection;
 mod quantized;
+mod select;
 
 use std::collections::BTreeMap;
 
@@ -149,7 +151,19 @@ pub(crate) fn blocks_for(op: &OpCall, elements: i64, threads: u32) -> Result<u32
 }
 
 pub fn registry() -> &'static [OpSpec] {
-    static OPS: &[OpSpec] = &[embed::TF_EMBED_DENSE, attention::TF_SOFTMAX_STATS, attention::TF_SUM_PARTIALS, quantized::TF_EMBED_ROWS, projection::PROJECTION_BF16];
+    static OPS: &[OpSpec] = &[
+        embed::TF_EMBED_DENSE,
+        attention::TF_SOFTMAX_STATS,
+        attention::TF_SUM_PARTIALS,
+        attention::TF_SCORE_KEYS,
+        attention::TF_APPLY_VALUES,
+        attention::TF_SUM_PARTIALS_ACT,
+        cache::TF_KV_APPEND,
+        select::TF_ARGMAX,
+        select::TF_DENSE_ROWS,
+        quantized::TF_EMBED_ROWS,
+        projection::PROJECTION_BF16,
+    ];
     OPS
 }
 
