@@ -3,7 +3,10 @@
 //! launches every kernel through these launchers, so what is verified is what ships.
 
 mod attention;
+mod elementwise;
 mod embed;
+mod norm;
+mod rope;
 
 use std::collections::BTreeMap;
 
@@ -147,7 +150,18 @@ pub(crate) fn blocks_for(op: &OpCall, elements: i64, threads: u32) -> Result<u32
 }
 
 pub fn registry() -> &'static [OpSpec] {
-    static OPS: &[OpSpec] = &[embed::TF_EMBED_DENSE, attention::TF_SOFTMAX_STATS, attention::TF_SUM_PARTIALS];
+    static OPS: &[OpSpec] = &[
+        embed::TF_EMBED_DENSE,
+        attention::TF_SOFTMAX_STATS,
+        attention::TF_SUM_PARTIALS,
+        elementwise::TF_CAST,
+        elementwise::TF_ADD,
+        elementwise::TF_SILU_MUL,
+        elementwise::TF_COPY_COLS,
+        norm::TF_RMS,
+        norm::TF_ADD_RMS,
+        rope::TF_ROPE,
+    ];
     OPS
 }
 
