@@ -158,9 +158,10 @@ fn add_rms_norm(x: &OracleInput) -> Result<Outputs, String> {
     Ok([("sum".to_string(), sum), ("out".to_string(), out)].into())
 }
 
-/// Rotary embedding. The op defines its angle as an f32 product: inverse frequencies
-/// theta^(-2i/d) rounded to f32, times the position, rounded to f32. The oracle forms that
-/// angle the same way and rotates in f64, so what remains is the kernel's own arithmetic.
+/// Rotary embedding. The op defines its angle as an f32 product in turns: the inverse
+/// frequency theta^(-2i/d) / (2 pi) rounded to f32, times the position, rounded to f32. The
+/// oracle forms that angle the same way and rotates by 2 pi times it in f64, so what remains
+/// is the kernel's own arithmetic.
 fn rope(x: &OracleInput) -> Result<Outputs, String> {
     let (rows, heads, d) = (x.symbol("rows")?, x.symbol("heads")?, x.symbol("d")?);
     let (theta, layout) = (x.param("theta")?, x.param("layout")?);
@@ -174,8 +175,8 @@ fn rope(x: &OracleInput) -> Result<Outputs, String> {
     let mut out = vec![0.0; rows * heads * d];
     for (r, &position) in positions.iter().enumerate().take(rows) {
         for i in 0..half {
-            let inverse = theta.powf(-((2 * i) as f64) / d as f64) as f32;
-            let angle = (position as f32 * inverse) as f64;
+            let turns = (theta.powf(-((2 * i) as f64) / d as f64) / std::f64::consts::TAU) as f32;
+            let angle = std::f64::consts::TAU * (position as f32 * turns) as f64;
             let (sin, cos) = angle.sin_cos();
             let (a, b) = pair(i)?;
             for h in 0..heads {
@@ -266,16 +267,20 @@ mod tests {
 
     #[test]
     fn rope_in_both_layouts_by_hand() {
-        // d = 4: inverse frequencies 1 and 10000^(-1/2) = 0.01 (as f32); position 1
-        let a1 = 0.01f32 as f64;
+        // d = 4: inverse frequencies 1 and 10000^(-1/2) = 0.01, each over 2 pi as an f32 number
+        // of turns; at position 1 the angles are 2 pi times those
+        let tau = std::f64::consts::TAU;
+        let a0 = tau * (1.0 / tau) as f32 as f64;
+        let a1 = tau * (0.01 / tau) as f32 as f64;
+        assert!((a0 - 1.0).abs() < 1e-7 && (a1 - 0.01).abs() < 1e-9);
         let symbols = [("rows", 1), ("heads", 1), ("d", 4)];
         let x = ("x", vec![1.0, 0.0, 0.0, 1.0]);
         let neox = run_with("rope", &symbols, &[("theta", 10000.0), ("layout", 0.0)], &[x.clone(), ("positions", vec![1.0])]);
-        // pairs (0, 2) at angle 1 and (1, 3) at angle a1
-        assert_eq!(neox["out"], vec![1f64.cos(), -a1.sin(), 1f64.sin(), a1.cos()]);
+        // pairs (0, 2) at angle a0 and (1, 3) at angle a1
+        assert_eq!(neox["out"], vec![a0.cos(), -a1.sin(), a0.sin(), a1.cos()]);
         let interleaved = run_with("rope", &symbols, &[("theta", 10000.0), ("layout", 1.0)], &[x.clone(), ("positions", vec![1.0])]);
-        // pairs (0, 1) at angle 1 and (2, 3) at angle a1
-        assert_eq!(interleaved["out"], vec![1f64.cos(), 1f64.sin(), -a1.sin(), a1.cos()]);
+        // pairs (0, 1) at angle a0 and (2, 3) at angle a1
+        assert_eq!(interleaved["out"], vec![a0.cos(), a0.sin(), -a1.sin(), a1.cos()]);
         // position 0 is the identity
         let still = run_with("rope", &symbols, &[("theta", 10000.0), ("layout", 1.0)], &[x, ("positions", vec![0.0])]);
         assert_eq!(still["out"], vec![1.0, 0.0, 0.0, 1.0]);

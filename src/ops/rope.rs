@@ -2,7 +2,7 @@
 //! interleaved layout.
 
 use super::{OpCall, OpSpec, ParamSpec, Role, TensorSpec, blocks_for};
-use crate::backend::{LaunchDims, LaunchReport};
+use crate::backend::{KernelArg, LaunchDims, LaunchReport};
 use crate::tensor::Tensor;
 use crate::{DType, EngineError};
 
@@ -27,10 +27,11 @@ pub const TF_ROPE: OpSpec = OpSpec {
     launch,
 };
 
-/// The inverse frequencies theta^(-2i / d), i < d / 2, computed in f64 and rounded to f32:
-/// the engine computes them on the host, so every backend rotates by the same f32 angles.
-pub fn inverse_frequencies(theta: f64, d: usize) -> Vec<f32> {
-    (0..d / 2).map(|i| theta.powf(-((2 * i) as f64) / d as f64) as f32).collect()
+/// The inverse frequencies theta^(-2i / d), i < d / 2, in turns per position (divided by
+/// 2 pi), computed in f64 and rounded to f32: the engine computes them on the host, so every
+/// backend rotates by the same f32 angles (in turns, which the kernel reduces exactly).
+pub fn turns_per_position(theta: f64, d: usize) -> Vec<f32> {
+    (0..d / 2).map(|i| (theta.powf(-((2 * i) as f64) / d as f64) / std::f64::consts::TAU) as f32).collect()
 }
 
 fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {
@@ -44,9 +45,10 @@ fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {
     if d % 2 != 0 {
         return Err(op.error(format!("d = {d} is odd: rotary pairs need an even head size")));
     }
-    let table: Vec<u8> = inverse_frequencies(theta, d as usize).iter().flat_map(|f| f.to_le_bytes()).collect();
-    let mut inv_freq = Tensor::allocate(op.backend, DType::F32, &[d as usize / 2])?;
-    inv_freq.write(&table)?;
+    // a small table per launch; the launch returns when the kernel is done with it
+    let table: Vec<u8> = turns_per_position(theta, d as usize).iter().flat_map(|f| f.to_le_bytes()).collect();
+    let mut turns = Tensor::allocate(op.backend, DType::F32, &[d as usize / 2])?;
+    turns.write(&table)?;
     let pairs = op.symbol("rows")?.checked_mul(op.symbol("heads")?).and_then(|v| v.checked_mul(d / 2)).unwrap_or(i64::MAX);
     let dims = LaunchDims { grid: [blocks_for(op, pairs, THREADS)?, 1, 1], block: [THREADS, 1, 1], dynamic_shared: 0 };
     op.launch(
@@ -55,7 +57,7 @@ fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {
             op.pointer("x")?,
             op.dtype_code("x")?,
             op.pointer("positions")?,
-            crate::backend::KernelArg::Pointer(inv_freq.device_address()),
+            KernelArg::Pointer(turns.device_address()),
             op.int("rows")?,
             op.int("heads")?,
             op.int("d")?,
@@ -71,11 +73,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn inverse_frequencies_by_hand() {
-        assert_eq!(inverse_frequencies(10000.0, 4), vec![1.0, 0.01]);
-        let f = inverse_frequencies(500000.0, 128);
+    fn turns_per_position_by_hand() {
+        let tau = std::f64::consts::TAU;
+        assert_eq!(turns_per_position(10000.0, 4), vec![(1.0 / tau) as f32, (0.01 / tau) as f32]);
+        let f = turns_per_position(500000.0, 128);
         assert_eq!(f.len(), 64);
-        assert_eq!(f[0], 1.0);
         assert!(f.windows(2).all(|w| w[1] < w[0]), "falling frequencies");
     }
 }
