@@ -42,6 +42,13 @@ const ORACLES: &[(&str, Oracle)] = &[
     ("dense_rows", dense_rows),
     ("affine_dequant_rows", affine_dequant_rows),
     ("gemm_xwt", gemm_xwt),
+    ("cast", cast),
+    ("add", add),
+    ("silu_mul", silu_mul),
+    ("copy_cols", copy_cols),
+    ("rms_norm", rms_norm),
+    ("add_rms_norm", add_rms_norm),
+    ("rope", rope),
 ];
 
 pub fn find(name: &str) -> Option<Oracle> {
@@ -248,6 +255,96 @@ fn gemm_xwt(x: &OracleInput) -> Result<Outputs, String> {
     Ok([("y".to_string(), y)].into())
 }
 
+/// out = in: the conversion is the rounding of the output type, which the tolerance applies.
+fn cast(x: &OracleInput) -> Result<Outputs, String> {
+    let n = x.symbol("rows")? * x.symbol("k")?;
+    Ok([("out".to_string(), x.input("in")?[..n].to_vec())].into())
+}
+
+/// out = a + b
+fn add(x: &OracleInput) -> Result<Outputs, String> {
+    let n = x.symbol("rows")? * x.symbol("k")?;
+    let (a, b) = (x.input("a")?, x.input("b")?);
+    Ok([("out".to_string(), (0..n).map(|i| a[i] + b[i]).collect())].into())
+}
+
+/// out = silu(gate) * up, silu(g) = g / (1 + e^-g)
+fn silu_mul(x: &OracleInput) -> Result<Outputs, String> {
+    let n = x.symbol("rows")? * x.symbol("k")?;
+    let (gate, up) = (x.input("gate")?, x.input("up")?);
+    let silu = |g: f64| g / (1.0 + (-g).exp());
+    Ok([("out".to_string(), (0..n).map(|i| silu(gate[i]) * up[i]).collect())].into())
+}
+
+/// out[r, c] = in[r, start + c], c < width
+fn copy_cols(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, k, width) = (x.symbol("rows")?, x.symbol("k")?, x.symbol("width")?);
+    let start = x.param("start")?;
+    if start < 0.0 || start as usize + width > k {
+        return Err(format!("columns [{start}, {}) outside a row of {k}", start as usize + width));
+    }
+    let input = x.input("in")?;
+    let out = (0..rows).flat_map(|r| input[r * k + start as usize..][..width].iter().copied()).collect();
+    Ok([("out".to_string(), out)].into())
+}
+
+/// The norm of one row times the weight: v / sqrt(mean(v^2) + eps) * w, with eps as the
+/// kernel receives it (a float).
+fn rms_row(v: &[f64], weight: &[f64], eps: f64) -> impl Iterator<Item = f64> {
+    let mean = v.iter().map(|e| e * e).sum::<f64>() / v.len() as f64;
+    let inverse = 1.0 / (mean + eps as f32 as f64).sqrt();
+    v.iter().zip(weight).map(move |(e, w)| e * inverse * w)
+}
+
+/// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight
+fn rms_norm(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, k) = (x.symbol("rows")?, x.symbol("k")?);
+    let (input, weight, eps) = (x.input("x")?, x.input("weight")?, x.param("eps")?);
+    let out = (0..rows).flat_map(|r| rms_row(&input[r * k..(r + 1) * k], &weight[..k], eps)).collect();
+    Ok([("out".to_string(), out)].into())
+}
+
+/// sum = x + residual; out = RMSNorm(sum) * weight, from the exact sum
+fn add_rms_norm(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, k) = (x.symbol("rows")?, x.symbol("k")?);
+    let (input, residual, weight, eps) = (x.input("x")?, x.input("residual")?, x.input("weight")?, x.param("eps")?);
+    let sum: Vec<f64> = (0..rows * k).map(|i| input[i] + residual[i]).collect();
+    let out = sum.chunks(k).flat_map(|row| rms_row(row, &weight[..k], eps)).collect();
+    Ok([("sum".to_string(), sum), ("out".to_string(), out)].into())
+}
+
+/// Rotary embedding. The op defines its angle as an f32 product in turns: the inverse
+/// frequency theta^(-2i/d) / (2 pi) rounded to f32, times the position, rounded to f32. The
+/// oracle forms that angle the same way and rotates by 2 pi times it in f64, so what remains
+/// is the kernel's own arithmetic.
+fn rope(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, heads, d) = (x.symbol("rows")?, x.symbol("heads")?, x.symbol("d")?);
+    let (theta, layout) = (x.param("theta")?, x.param("layout")?);
+    let (input, positions) = (x.input("x")?, x.input("positions")?);
+    let half = d / 2;
+    let pair = |i: usize| match layout as i64 {
+        0 => Ok((i, i + half)),
+        1 => Ok((2 * i, 2 * i + 1)),
+        other => Err(format!("layout {other} (0 = neox, 1 = interleaved)")),
+    };
+    let mut out = vec![0.0; rows * heads * d];
+    for (r, &position) in positions.iter().enumerate().take(rows) {
+        for i in 0..half {
+            let turns = (theta.powf(-((2 * i) as f64) / d as f64) / std::f64::consts::TAU) as f32;
+            let angle = std::f64::consts::TAU * (position as f32 * turns) as f64;
+            let (sin, cos) = angle.sin_cos();
+            let (a, b) = pair(i)?;
+            for h in 0..heads {
+                let base = (r * heads + h) * d;
+                let (xa, xb) = (input[base + a], input[base + b]);
+                out[base + a] = xa * cos - xb * sin;
+                out[base + b] = xb * cos + xa * sin;
+            }
+        }
+    }
+    Ok([("out".to_string(), out)].into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,5 +514,84 @@ mod tests {
             &[("x", vec![1., 2., 3., 4., 5., 6.]), ("w", vec![1., 0., -1., 2., 1., 0.])],
         );
         assert_eq!(out["y"], vec![-2., 4., -2., 13.]);
+    }
+
+    #[test]
+    fn cast_passes_values_through() {
+        let out = run("cast", &[("rows", 1), ("k", 3)], &[("in", vec![1.5, -2.0, 65504.0])]);
+        assert_eq!(out["out"], vec![1.5, -2.0, 65504.0]);
+    }
+
+    #[test]
+    fn add_adds_elementwise() {
+        let out = run("add", &[("rows", 2), ("k", 1)], &[("a", vec![1.0, 2.0]), ("b", vec![3.0, -5.0])]);
+        assert_eq!(out["out"], vec![4.0, -3.0]);
+    }
+
+    #[test]
+    fn silu_mul_at_zero_and_at_ln3() {
+        // silu(0) = 0; silu(ln 3) = ln 3 / (1 + 1/3) = 0.75 ln 3, times up = 2 gives 1.5 ln 3
+        let ln3 = 3f64.ln();
+        let out = run("silu_mul", &[("rows", 1), ("k", 2)], &[("gate", vec![0.0, ln3]), ("up", vec![5.0, 2.0])]);
+        assert_eq!(out["out"][0], 0.0);
+        assert!((out["out"][1] - 1.5 * ln3).abs() < 1e-15);
+        // far negative gates go to zero, far positive ones to the gate itself
+        let out = run("silu_mul", &[("rows", 1), ("k", 2)], &[("gate", vec![-800.0, 800.0]), ("up", vec![1.0, 1.0])]);
+        assert_eq!(out["out"], vec![-0.0, 800.0]);
+    }
+
+    #[test]
+    fn copy_cols_takes_the_window_of_every_row() {
+        let input: Vec<f64> = (0..8).map(f64::from).collect();
+        let out = run_with("copy_cols", &[("rows", 2), ("k", 4), ("width", 2)], &[("start", 1.0)], &[("in", input)]);
+        assert_eq!(out["out"], vec![1.0, 2.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn rms_norm_by_hand() {
+        // row [2, -2]: mean of squares 4, + eps 5 = 9, so x / 3 * weight; a zero row stays zero
+        let out = run_with(
+            "rms_norm",
+            &[("rows", 2), ("k", 2)],
+            &[("eps", 5.0)],
+            &[("x", vec![2.0, -2.0, 0.0, 0.0]), ("weight", vec![1.0, 3.0])],
+        );
+        assert_eq!(out["out"], vec![2.0 / 3.0, -2.0, 0.0, 0.0]);
+        // eps is taken as the kernel's float: 0.1 is 0.100000001490116... there
+        let out = run_with("rms_norm", &[("rows", 1), ("k", 1)], &[("eps", 0.1)], &[("x", vec![0.3]), ("weight", vec![1.0])]);
+        assert_eq!(out["out"][0], 0.3 / (0.09 + 0.1f32 as f64).sqrt());
+    }
+
+    #[test]
+    fn add_rms_norm_by_hand() {
+        let out = run_with(
+            "add_rms_norm",
+            &[("rows", 1), ("k", 2)],
+            &[("eps", 5.0)],
+            &[("x", vec![1.0, -3.0]), ("residual", vec![1.0, 1.0]), ("weight", vec![1.0, 3.0])],
+        );
+        assert_eq!(out["sum"], vec![2.0, -2.0]);
+        assert_eq!(out["out"], vec![2.0 / 3.0, -2.0]);
+    }
+
+    #[test]
+    fn rope_in_both_layouts_by_hand() {
+        // d = 4: inverse frequencies 1 and 10000^(-1/2) = 0.01, each over 2 pi as an f32 number
+        // of turns; at position 1 the angles are 2 pi times those
+        let tau = std::f64::consts::TAU;
+        let a0 = tau * (1.0 / tau) as f32 as f64;
+        let a1 = tau * (0.01 / tau) as f32 as f64;
+        assert!((a0 - 1.0).abs() < 1e-7 && (a1 - 0.01).abs() < 1e-9);
+        let symbols = [("rows", 1), ("heads", 1), ("d", 4)];
+        let x = ("x", vec![1.0, 0.0, 0.0, 1.0]);
+        let neox = run_with("rope", &symbols, &[("theta", 10000.0), ("layout", 0.0)], &[x.clone(), ("positions", vec![1.0])]);
+        // pairs (0, 2) at angle a0 and (1, 3) at angle a1
+        assert_eq!(neox["out"], vec![a0.cos(), -a1.sin(), a0.sin(), a1.cos()]);
+        let interleaved = run_with("rope", &symbols, &[("theta", 10000.0), ("layout", 1.0)], &[x.clone(), ("positions", vec![1.0])]);
+        // pairs (0, 1) at angle a0 and (2, 3) at angle a1
+        assert_eq!(interleaved["out"], vec![a0.cos(), a0.sin(), -a1.sin(), a1.cos()]);
+        // position 0 is the identity
+        let still = run_with("rope", &symbols, &[("theta", 10000.0), ("layout", 1.0)], &[x, ("positions", vec![0.0])]);
+        assert_eq!(still["out"], vec![1.0, 0.0, 0.0, 1.0]);
     }
 }

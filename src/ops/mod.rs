@@ -4,9 +4,12 @@
 
 mod attention;
 mod cache;
+mod elementwise;
 mod embed;
+mod norm;
 mod projection;
 mod quantized;
+mod rope;
 mod select;
 
 use std::collections::BTreeMap;
@@ -155,6 +158,13 @@ pub fn registry() -> &'static [OpSpec] {
         embed::TF_EMBED_DENSE,
         attention::TF_SOFTMAX_STATS,
         attention::TF_SUM_PARTIALS,
+        elementwise::TF_CAST,
+        elementwise::TF_ADD,
+        elementwise::TF_SILU_MUL,
+        elementwise::TF_COPY_COLS,
+        norm::TF_RMS,
+        norm::TF_ADD_RMS,
+        rope::TF_ROPE,
         attention::TF_SCORE_KEYS,
         attention::TF_APPLY_VALUES,
         attention::TF_SUM_PARTIALS_ACT,

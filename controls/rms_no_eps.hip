@@ -1,0 +1,31 @@
+// Control: tf_rms without eps: 1 / sqrt(mean(x^2)) is infinite on an all-zero row, and 0 * inf is NaN.
+#include "common.h"
+
+#define TF_RMS_THREADS 256
+#define TF_RMS_WARPS (TF_RMS_THREADS / 32)
+
+__device__ float tf_rms_block_sum(float v, float* scratch) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor(v, offset);
+  unsigned t = threadIdx.x;
+  if (t % 32 == 0) scratch[t / 32] = v;
+  __syncthreads();
+  float total = scratch[0];
+  for (int w = 1; w < TF_RMS_WARPS; w++) total += scratch[w];
+  return total;
+}
+
+extern "C" __global__ void tf_rms(const void* x, int x_kind, const void* weight, int weight_kind, int k, float eps,
+                                  void* out, int out_kind) {
+  __shared__ float scratch[TF_RMS_WARPS];
+  long long row = (long long)blockIdx.x * k;
+  float squares = 0.0f;
+  for (int j = (int)threadIdx.x; j < k; j += TF_RMS_THREADS) {
+    float v = tf_load(x, x_kind, row + j);
+    squares += v * v;
+  }
+  float inverse = rsqrtf(tf_rms_block_sum(squares, scratch) / (float)k);   // planted: eps left out
+  for (int j = (int)threadIdx.x; j < k; j += TF_RMS_THREADS) {
+    float v = tf_load(x, x_kind, row + j);
+    tf_store(out, out_kind, row + j, v * inverse * tf_load(weight, weight_kind, j));
+  }
+}
