@@ -110,9 +110,12 @@ __TF_DEVICE long long __double_as_longlong(double d) { return __builtin_bit_cast
 __TF_DEVICE double __longlong_as_double(long long i) { return __builtin_bit_cast(double, i); }
 
 // ---------------------------------------------------------------- warp operations
-// HIP's formulas over ds_bpermute (amd_warp_functions.h). A lane that reads an inactive
-// lane gets what ds_bpermute gives (0 on RDNA), where the host backend returns the
-// reader's own value: kernels must not read inactive lanes.
+// HIP's formulas over ds_bpermute (amd_warp_functions.h). Two places where the host
+// prelude (kernels/host/prelude.h) answers differently, so kernels must avoid both:
+// - a lane that reads an inactive lane gets what ds_bpermute gives (0, per the ISA manuals),
+//   where the host returns the reader's own value;
+// - __shfl_xor with mask >= width: HIP's formula (kept here) only bounds the index from
+//   above, so a lane may read below its segment; the host returns the lane's own value.
 __TF_DEVICE int __lane_id() { return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
 __TF_DEVICE int __tf_bpermute(int lane, int bits) { return __builtin_amdgcn_ds_bpermute(lane << 2, bits); }
 
