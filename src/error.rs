@@ -16,6 +16,12 @@ pub enum EngineError {
     #[error("no C++ compiler for the host backend: tried {tried}")]
     NoHostCompiler { tried: String },
 
+    #[error("no compiler for {target} code objects: tried {tried}")]
+    NoDeviceCompiler { target: String, tried: String },
+
+    #[error(transparent)]
+    AmdgpuMetadata(#[from] crate::amdgpu::MetadataError),
+
     #[error("cannot read kernel source {path}")]
     ReadSource {
         path: PathBuf,

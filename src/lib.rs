@@ -1,6 +1,7 @@
 //! The engine under contract: backends, kernel modules, guarded tensors and the op registry
 //! with its launchers. The harness depends on it, never the reverse.
 
+pub mod amdgpu;
 pub mod backend;
 pub mod dtype;
 pub mod error;

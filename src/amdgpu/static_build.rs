@@ -1,0 +1,336 @@
+//! The static AMDGPU build: a kernel source compiled to a code object by an upstream clang
+//! with the AMDGPU target (Debian's clang-22), with no ROCm install and no GPU, so CI can
+//! read gfx1201 resource usage (shared/notes/gpu-toolchains.md section 1).
+//!
+//! The HIP dialect comes from a header-free prelude (`kernels/hip/prelude.h`) force-included
+//! ahead of the source. Code objects are cached by a hash of everything that can change
+//! their bits: compiler identity, flags, target, prelude, source and every header in the
+//! include directories. Identical inputs give byte-identical code objects (fixed `-cuid`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+use super::metadata::{self, CodeObjectMetadata, MetadataError, ResourceUsage};
+use crate::EngineError;
+use crate::backend::KernelSource;
+
+/// Tried in this order when `KERNEL_CONTRACTS_CLANG` is not set.
+pub const DEFAULT_CLANGS: &[&str] = &["clang++-22", "clang-22", "clang++-19"];
+
+/// A fixed compilation-unit id: without it clang names a `__hip_cuid_<random>` symbol and
+/// two builds of the same source differ.
+pub const CUID: &str = "kernel-contracts";
+
+/// The flags of every static build, before `--offload-arch`: device-only HIP, no ROCm
+/// headers or device libraries, code object v5 (ROCm 6.x's default; clang-22 would write
+/// v6, which needs ROCm 6.3+), no FP contraction (bit-exact checks across backends).
+pub const FLAGS: &[&str] = &[
+    "-x",
+    "hip",
+    "--cuda-device-only",
+    "--no-gpu-bundle-output",
+    "-nogpulib",
+    "-nogpuinc",
+    "-O3",
+    "-mcode-object-version=5",
+    "-ffp-contract=off",
+    "-std=c++20",
+];
+
+/// A clang that can compile HIP for AMDGPU targets.
+#[derive(Clone, Debug)]
+pub struct HipClang {
+    pub program: String,
+    /// First line of `--version` (`Debian clang version 22.1.8 (1~deb12u1)`): part of every
+    /// cache key, and the compiler a recorded figure names.
+    pub identity: String,
+}
+
+/// A built code object with its decoded metadata.
+#[derive(Clone, Debug)]
+pub struct CodeObject {
+    /// Where it lies in the cache.
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    /// The compiler's identity (first line of `--version`).
+    pub compiler: String,
+    /// The offload arch it was built for (`gfx1201`).
+    pub arch: String,
+    pub metadata: CodeObjectMetadata,
+    /// True when it came from the cache rather than from a compile.
+    pub cached: bool,
+    /// clang's diagnostics (warnings) of a fresh compile; empty for a cached one.
+    pub log: String,
+}
+
+impl CodeObject {
+    /// Resource usage of one kernel of this code object.
+    pub fn resource_usage(&self, kernel: &str) -> Result<ResourceUsage, MetadataError> {
+        let found = self.metadata.kernel(kernel).ok_or_else(|| MetadataError::NoKernel {
+            file: self.path.display().to_string(),
+            kernel: kernel.to_string(),
+            available: self.metadata.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", "),
+        })?;
+        Ok(ResourceUsage::from_kernel(found, self.metadata.arch()))
+    }
+}
+
+impl HipClang {
+    /// `KERNEL_CONTRACTS_CLANG` if set, else the first of [`DEFAULT_CLANGS`] that runs.
+    pub fn discover() -> Result<HipClang, EngineError> {
+        let candidates: Vec<String> = match std::env::var("KERNEL_CONTRACTS_CLANG") {
+            Ok(p) if !p.is_empty() => vec![p],
+            _ => DEFAULT_CLANGS.iter().map(|s| s.to_string()).collect(),
+        };
+        candidates
+            .iter()
+            .find_map(|program| HipClang::with_program(program).ok())
+            .ok_or_else(|| EngineError::NoDeviceCompiler { target: "amdgcn (HIP)".into(), tried: candidates.join(", ") })
+    }
+
+    /// This program, if `--version` runs and names clang.
+    pub fn with_program(program: &str) -> Result<HipClang, EngineError> {
+        let not_clang = |reason: String| EngineError::NoDeviceCompiler { target: "amdgcn (HIP)".into(), tried: format!("{program} ({reason})") };
+        let out = Command::new(program).arg("--version").output().map_err(|e| not_clang(e.to_string()))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || !text.contains("clang") {
+            return Err(not_clang("`--version` does not name clang".into()));
+        }
+        let identity = text.lines().next().unwrap_or("").trim().to_string();
+        Ok(HipClang { program: program.to_string(), identity })
+    }
+
+    /// Every flag of a build for `arch`, in order (without includes, prelude and paths).
+    pub fn flags(arch: &str) -> Vec<String> {
+        let mut flags: Vec<String> = FLAGS.iter().map(|s| s.to_string()).collect();
+        flags.push(format!("--offload-arch={arch}"));
+        flags.push(format!("-cuid={CUID}"));
+        flags
+    }
+
+    /// The cached code object of `source` for `arch`, built if missing. Every kernel the
+    /// source lists must be in it (an error names the missing one).
+    pub fn build(&self, source: &KernelSource, arch: &str, prelude: &Path, cache_dir: &Path) -> Result<CodeObject, EngineError> {
+        if arch.is_empty() || !arch.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(EngineError::Compile {
+                path: source.display_path.clone(),
+                compiler: self.identity.clone(),
+                log: format!("`{arch}` is not an offload arch (expected a processor name like gfx1201)"),
+            });
+        }
+        let read = |path: &Path| fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e });
+        let flags = HipClang::flags(arch);
+
+        let mut hash = Sha256::new();
+        for part in [self.identity.as_bytes(), flags.join(" ").as_bytes(), source.display_path.as_bytes()] {
+            hash.update((part.len() as u64).to_le_bytes());
+            hash.update(part);
+        }
+        let prelude_text = read(prelude)?;
+        hash.update((prelude_text.len() as u64).to_le_bytes());
+        hash.update(&prelude_text);
+        let source_text = read(&source.path)?;
+        hash.update((source_text.len() as u64).to_le_bytes());
+        hash.update(&source_text);
+        // every header a kernel could include from its include directories
+        for dir in &source.include_dirs {
+            let mut headers: Vec<PathBuf> = fs::read_dir(dir)
+                .map_err(|e| EngineError::ReadSource { path: dir.clone(), source: e })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "h" || x == "hpp"))
+                .collect();
+            headers.sort();
+            for header in headers {
+                let name = header.file_name().map(|n| n.as_encoded_bytes().to_vec()).unwrap_or_default();
+                let text = read(&header)?;
+                hash.update((name.len() as u64).to_le_bytes());
+                hash.update(&name);
+                hash.update((text.len() as u64).to_le_bytes());
+                hash.update(&text);
+            }
+        }
+        let key: String = hash.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+        let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
+        let path = cache_dir.join(format!("{stem}-{arch}-{key}.co"));
+
+        if let Ok(bytes) = fs::read(&path) {
+            // a damaged cache entry is rebuilt, not trusted
+            if let Ok(metadata) = metadata::read_metadata(&bytes, &path.display().to_string()) {
+                let object = CodeObject {
+                    path,
+                    bytes,
+                    compiler: self.identity.clone(),
+                    arch: arch.to_string(),
+                    metadata,
+                    cached: true,
+                    log: String::new(),
+                };
+                return check_kernels(source, object);
+            }
+        }
+
+        fs::create_dir_all(cache_dir).map_err(|e| EngineError::Cache { path: cache_dir.to_path_buf(), source: e })?;
+        let staged = cache_dir.join(format!(".{stem}-{key}-{}-{}.co", std::process::id(), next_build()));
+        let mut command = Command::new(&self.program);
+        command.args(&flags);
+        for dir in &source.include_dirs {
+            command.arg("-I").arg(dir);
+        }
+        command.arg("-include").arg(prelude).arg(&source.path).arg("-o").arg(&staged);
+        let out = command.output().map_err(|e| EngineError::Tool {
+            tool: self.program.clone(),
+            path: source.display_path.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
+        log.push_str(&String::from_utf8_lossy(&out.stdout));
+        let log = log.trim_end().to_string();
+        if !out.status.success() {
+            let _ = fs::remove_file(&staged);
+            return Err(EngineError::Compile {
+                path: source.display_path.clone(),
+                compiler: format!("{} ({})", self.identity, self.program),
+                log,
+            });
+        }
+        let bytes = fs::read(&staged).map_err(|e| EngineError::Cache { path: staged.clone(), source: e })?;
+        let metadata = match metadata::read_metadata(&bytes, &source.display_path) {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = fs::remove_file(&staged);
+                return Err(e.into());
+            }
+        };
+        fs::rename(&staged, &path).map_err(|e| EngineError::Cache { path: path.clone(), source: e })?;
+        let object = CodeObject { path, bytes, compiler: self.identity.clone(), arch: arch.to_string(), metadata, cached: false, log };
+        check_kernels(source, object)
+    }
+}
+
+fn next_build() -> u64 {
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+fn check_kernels(source: &KernelSource, object: CodeObject) -> Result<CodeObject, EngineError> {
+    for kernel in &source.kernels {
+        if object.metadata.kernel(kernel).is_none() {
+            return Err(MetadataError::NoKernel {
+                file: source.display_path.clone(),
+                kernel: kernel.clone(),
+                available: object.metadata.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", "),
+            }
+            .into());
+        }
+    }
+    Ok(object)
+}
+
+/// The `extern "C" __global__` kernels a source defines, in order: what the engine can
+/// launch by name. Comments are skipped; `__launch_bounds__(..)` and `__attribute__((..))`
+/// may stand anywhere in the declaration. (The block form `extern "C" { ... }` is not read.)
+pub fn extern_c_kernels(text: &str) -> Vec<String> {
+    let code = strip_comments(text);
+    let mut kernels = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("extern \"C\"") {
+        rest = &rest[at + "extern \"C\"".len()..];
+        let end = rest.find(['{', ';']).unwrap_or(rest.len());
+        let head = strip_attribute_groups(&rest[..end]);
+        if !head.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "__global__") {
+            continue;
+        }
+        if let Some(paren) = head.find('(') {
+            let before = head[..paren].trim_end();
+            let name: String = before.chars().rev().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<Vec<_>>().into_iter().rev().collect();
+            if !name.is_empty() && !kernels.contains(&name) {
+                kernels.push(name);
+            }
+        }
+    }
+    kernels
+}
+
+/// Removes `//` and `/* */` comments (string literals are kept as they are).
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for n in chars.by_ref() {
+                    if n == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for n in chars.by_ref() {
+                    if last == '*' && n == '/' {
+                        break;
+                    }
+                    last = n;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Drops `__launch_bounds__(...)`, `__attribute__((...))` and `__declspec(...)` groups.
+fn strip_attribute_groups(head: &str) -> String {
+    let mut out = head.to_string();
+    for word in ["__launch_bounds__", "__attribute__", "__declspec"] {
+        while let Some(at) = out.find(word) {
+            let after = at + word.len();
+            let open = match out[after..].find(|c: char| !c.is_whitespace()) {
+                Some(i) if out[after + i..].starts_with('(') => after + i,
+                _ => {
+                    out.replace_range(at..after, " ");
+                    continue;
+                }
+            };
+            let mut depth = 0usize;
+            let mut close = out.len();
+            for (i, c) in out[open..].char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            close = open + i + 1;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out.replace_range(at..close, " ");
+        }
+    }
+    out
+}
