@@ -68,6 +68,10 @@ pub enum EngineError {
 
     #[error("device buffer: {0}")]
     Buffer(String),
+
+    /// A vendor library call that failed, with the vendor's own name and message for the code.
+    #[error("{call} failed in {library}: {name} ({code}): {message}")]
+    Vendor { library: String, call: String, code: i64, name: String, message: String },
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;

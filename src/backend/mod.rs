@@ -1,6 +1,7 @@
 //! Backends behind one object-safe trait: where kernels are compiled, where buffers live,
 //! and how a launch runs. `host` is the embedded default and needs no GPU.
 
+pub mod cuda;
 pub mod host;
 
 use std::collections::BTreeMap;

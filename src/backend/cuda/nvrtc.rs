@@ -1,0 +1,356 @@
+//! NVRTC, layers (b) and (c): discovery, one wrapper per call with NVRTC's own error
+//! string, a program that is destroyed on drop, and the compiler that turns a kernel
+//! source into an sm_XX cubin (cached by content hash). Needs no GPU and no libcuda.
+
+use std::ffi::{CString, c_char, c_int};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use sha2::{Digest, Sha256};
+
+use super::cubin::{self, CubinInfo, PtxasFunction};
+use super::sys::*;
+use crate::EngineError;
+use crate::backend::KernelSource;
+
+/// How to get NVRTC on a machine without the CUDA toolkit (what the error says).
+pub const NVRTC_INSTALL: &str = "install it with `python3 -m venv /work/venv-nvrtc && /work/venv-nvrtc/bin/pip install 'nvidia-cuda-nvrtc==13.0.*'` \
+     and set KERNEL_CONTRACTS_NVRTC_DIR=/work/venv-nvrtc/lib/python3.11/site-packages/nvidia/cu13/lib \
+     (or KERNEL_CONTRACTS_NVRTC=<path to libnvrtc.so.13>)";
+
+/// Where NVRTC is looked for, in order. An environment variable that is set is the only
+/// place looked at for its step's library, so a wrong setting is an error, not a fallback.
+pub fn candidates() -> Vec<PathBuf> {
+    if let Some(path) = std::env::var_os("KERNEL_CONTRACTS_NVRTC").filter(|p| !p.is_empty()) {
+        return vec![PathBuf::from(path)];
+    }
+    let names = ["libnvrtc.so.13", "libnvrtc.so.12"];
+    if let Some(dir) = std::env::var_os("KERNEL_CONTRACTS_NVRTC_DIR").filter(|p| !p.is_empty()) {
+        return names.iter().map(|n| Path::new(&dir).join(n)).collect();
+    }
+    let mut out: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
+    for dir in ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"] {
+        out.extend(names.iter().map(|n| Path::new(dir).join(n)));
+    }
+    out
+}
+
+/// `libnvrtc-builtins.so.<major>.<minor>` beside `library` (a path), if there is one.
+/// libnvrtc dlopens it by soname, which fails unless its folder is on the loader's path.
+fn builtins_beside(library: &Path) -> Option<PathBuf> {
+    let dir = library.parent().filter(|d| !d.as_os_str().is_empty())?;
+    let file = library.file_name()?.to_str()?;
+    let major = file.strip_prefix("libnvrtc.so.")?.split('.').next()?;
+    let prefix = format!("libnvrtc-builtins.so.{major}.");
+    let mut found: Vec<PathBuf> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(&prefix)))
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+pub struct Nvrtc {
+    api: NvrtcApi,
+    /// Opened first (RTLD_GLOBAL) so that libnvrtc's own dlopen of it by soname succeeds.
+    _builtins: Option<Dylib>,
+    pub version: (i32, i32),
+}
+
+impl Nvrtc {
+    /// NVRTC from the first candidate (see `candidates`) that opens.
+    pub fn discover() -> Result<Nvrtc, EngineError> {
+        let list = candidates();
+        let mut reasons = Vec::new();
+        for candidate in &list {
+            match Nvrtc::open(candidate) {
+                Ok(nvrtc) => return Ok(nvrtc),
+                Err(EngineError::LoadLibrary { reason, .. }) => reasons.push(reason),
+                Err(other) => return Err(other),
+            }
+        }
+        Err(EngineError::LoadLibrary {
+            library: list.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" or "),
+            reason: format!("{}; NVRTC not found: {NVRTC_INSTALL}", reasons.join("; ")),
+        })
+    }
+
+    /// The process-wide NVRTC, discovered once.
+    pub fn shared() -> Result<Arc<Nvrtc>, EngineError> {
+        static SHARED: OnceLock<Result<Arc<Nvrtc>, (String, String)>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| {
+                Nvrtc::discover().map(Arc::new).map_err(|e| match e {
+                    EngineError::LoadLibrary { library, reason } => (library, reason),
+                    other => ("libnvrtc".to_string(), other.to_string()),
+                })
+            })
+            .clone()
+            .map_err(|(library, reason)| EngineError::LoadLibrary { library, reason })
+    }
+
+    /// NVRTC from a path (or a bare soname for the loader to find).
+    pub fn open(library: &Path) -> Result<Nvrtc, EngineError> {
+        let builtins = match builtins_beside(library) {
+            Some(path) => Some(
+                Dylib::open(&path.display().to_string(), true)
+                    .map_err(|reason| EngineError::LoadLibrary { library: path.display().to_string(), reason })?,
+            ),
+            None => None,
+        };
+        let name = library.display().to_string();
+        let lib = Dylib::open(&name, false).map_err(|reason| EngineError::LoadLibrary { library: name.clone(), reason })?;
+        let api = NvrtcApi::resolve(lib)?;
+        let mut version = (0, 0);
+        let code = unsafe { (api.nvrtcVersion)(&mut version.0, &mut version.1) };
+        let nvrtc = Nvrtc { api, _builtins: builtins, version };
+        nvrtc.check("nvrtcVersion", code)?;
+        Ok(nvrtc)
+    }
+
+    pub fn library(&self) -> &str {
+        &self.api.library.name
+    }
+
+    /// `NVRTC 13.0 (/path/libnvrtc.so.13)`.
+    pub fn identity(&self) -> String {
+        format!("NVRTC {}.{} ({})", self.version.0, self.version.1, self.library())
+    }
+
+    /// NVRTC's name for `code` (nvrtcGetErrorString gives the enumerator name) and what it means.
+    fn error_text(&self, code: nvrtcResult) -> (String, String) {
+        let name = c_str(unsafe { (self.api.nvrtcGetErrorString)(code) }).unwrap_or_else(|| format!("nvrtcResult {code}"));
+        let meaning = match code {
+            1 => "out of memory",
+            2 => "the program could not be created",
+            3 => "invalid input",
+            4 => "invalid program handle",
+            5 => "an option was refused",
+            6 => "the source did not compile",
+            7 => "a builtin operation failed (is libnvrtc-builtins beside libnvrtc?)",
+            11 => "internal NVRTC error",
+            _ => "see NVRTC's documentation",
+        };
+        (name, meaning.to_string())
+    }
+
+    fn check(&self, call: &str, code: nvrtcResult) -> Result<(), EngineError> {
+        if code == NVRTC_SUCCESS {
+            return Ok(());
+        }
+        let (name, message) = self.error_text(code);
+        Err(EngineError::Vendor { library: self.library().to_string(), call: call.to_string(), code: code as i64, name, message })
+    }
+
+    /// Compiles one source. `headers` are in-memory headers (name, text); `name` is what
+    /// `__FILE__` and diagnostics show. On failure the error carries NVRTC's log.
+    pub fn compile(&self, name: &str, source: &str, headers: &[(String, String)], options: &[String]) -> Result<Compiled, EngineError> {
+        let nul = |what: &str| EngineError::Compile { path: name.to_string(), compiler: self.identity(), log: format!("{what} contains a NUL byte") };
+        let source_c = CString::new(source).map_err(|_| nul("the source"))?;
+        let name_c = CString::new(name).map_err(|_| nul("the source name"))?;
+        let header_texts: Vec<CString> = headers.iter().map(|(_, t)| CString::new(t.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header"))?;
+        let header_names: Vec<CString> = headers.iter().map(|(n, _)| CString::new(n.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header name"))?;
+        let options_c: Vec<CString> = options.iter().map(|o| CString::new(o.as_str())).collect::<Result<_, _>>().map_err(|_| nul("an option"))?;
+        let text_ptrs: Vec<*const c_char> = header_texts.iter().map(|c| c.as_ptr()).collect();
+        let name_ptrs: Vec<*const c_char> = header_names.iter().map(|c| c.as_ptr()).collect();
+        let option_ptrs: Vec<*const c_char> = options_c.iter().map(|c| c.as_ptr()).collect();
+
+        let program = Program::create(self, &source_c, &name_c, &text_ptrs, &name_ptrs)?;
+        let code = unsafe { (self.api.nvrtcCompileProgram)(program.raw, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
+        let log = program.log()?;
+        if code != NVRTC_SUCCESS {
+            let (error, meaning) = self.error_text(code);
+            return Err(EngineError::Compile { path: name.to_string(), compiler: self.identity(), log: format!("{error}: {meaning}\n{log}") });
+        }
+        let cubin = program.cubin()?;
+        if cubin.is_empty() {
+            return Err(EngineError::Compile {
+                path: name.to_string(),
+                compiler: self.identity(),
+                log: format!("no cubin (a virtual compute_XX architecture gives PTX only)\n{log}"),
+            });
+        }
+        Ok(Compiled { cubin, log })
+    }
+}
+
+/// What a compile gives: the cubin and NVRTC's log (the ptxas report under `-v`).
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub cubin: Vec<u8>,
+    pub log: String,
+}
+
+/// An NVRTC program, destroyed on drop.
+struct Program<'a> {
+    nvrtc: &'a Nvrtc,
+    raw: nvrtcProgram,
+}
+
+impl<'a> Program<'a> {
+    fn create(
+        nvrtc: &'a Nvrtc,
+        source: &CString,
+        name: &CString,
+        header_texts: &[*const c_char],
+        header_names: &[*const c_char],
+    ) -> Result<Program<'a>, EngineError> {
+        let mut raw: nvrtcProgram = std::ptr::null_mut();
+        let (texts, names) = if header_texts.is_empty() {
+            (std::ptr::null(), std::ptr::null())
+        } else {
+            (header_texts.as_ptr(), header_names.as_ptr())
+        };
+        let code = unsafe { (nvrtc.api.nvrtcCreateProgram)(&mut raw, source.as_ptr(), name.as_ptr(), header_texts.len() as c_int, texts, names) };
+        nvrtc.check("nvrtcCreateProgram", code)?;
+        Ok(Program { nvrtc, raw })
+    }
+
+    fn log(&self) -> Result<String, EngineError> {
+        let api = &self.nvrtc.api;
+        let mut size = 0usize;
+        self.nvrtc.check("nvrtcGetProgramLogSize", unsafe { (api.nvrtcGetProgramLogSize)(self.raw, &mut size) })?;
+        let mut buffer = vec![0u8; size.max(1)];
+        self.nvrtc.check("nvrtcGetProgramLog", unsafe { (api.nvrtcGetProgramLog)(self.raw, buffer.as_mut_ptr() as *mut c_char) })?;
+        let end = buffer.iter().position(|b| *b == 0).unwrap_or(buffer.len());
+        Ok(String::from_utf8_lossy(&buffer[..end]).into_owned())
+    }
+
+    fn cubin(&self) -> Result<Vec<u8>, EngineError> {
+        let api = &self.nvrtc.api;
+        let mut size = 0usize;
+        self.nvrtc.check("nvrtcGetCUBINSize", unsafe { (api.nvrtcGetCUBINSize)(self.raw, &mut size) })?;
+        let mut buffer = vec![0u8; size];
+        if size > 0 {
+            self.nvrtc.check("nvrtcGetCUBIN", unsafe { (api.nvrtcGetCUBIN)(self.raw, buffer.as_mut_ptr() as *mut c_char) })?;
+        }
+        Ok(buffer)
+    }
+}
+
+impl Drop for Program<'_> {
+    fn drop(&mut self) {
+        unsafe { (self.nvrtc.api.nvrtcDestroyProgram)(&mut self.raw) };
+    }
+}
+
+/// The in-memory name the prelude is pre-included under.
+const PRELUDE_NAME: &str = "kernel_contracts_cuda_prelude.h";
+
+/// Options every kernel is compiled with, besides the architecture, the prelude and the
+/// include folders. `--fmad=false`: no contraction into FMA, so results are the bits the
+/// host backend (-ffp-contract=off) and gfx1201 (-ffp-contract=off) give. ptxas's report
+/// (`-v`) goes into the log: registers, shared memory, stack and spill bytes per kernel.
+pub const OPTIONS: &[&str] = &["--fmad=false", "-std=c++17", "-default-device", "--ptxas-options=-v"];
+
+/// Kernel sources to sm_XX cubins through NVRTC, with the cuda prelude pre-included.
+pub struct CudaCompiler {
+    nvrtc: Arc<Nvrtc>,
+    prelude: PathBuf,
+    prelude_text: String,
+    cache_dir: Option<PathBuf>,
+}
+
+/// A compiled kernel source: the cubin, NVRTC's log and what the cubin records.
+#[derive(Clone, Debug)]
+pub struct Cubin {
+    pub arch: String,
+    pub image: Vec<u8>,
+    pub log: String,
+    pub info: CubinInfo,
+    /// The ptxas report by entry function.
+    pub report: std::collections::HashMap<String, PtxasFunction>,
+}
+
+impl CudaCompiler {
+    pub fn new(nvrtc: Arc<Nvrtc>, prelude: &Path, cache_dir: Option<PathBuf>) -> Result<CudaCompiler, EngineError> {
+        let prelude_text = fs::read_to_string(prelude).map_err(|e| EngineError::ReadSource { path: prelude.to_path_buf(), source: e })?;
+        Ok(CudaCompiler { nvrtc, prelude: prelude.to_path_buf(), prelude_text, cache_dir })
+    }
+
+    pub fn nvrtc(&self) -> &Arc<Nvrtc> {
+        &self.nvrtc
+    }
+
+    pub fn prelude(&self) -> &Path {
+        &self.prelude
+    }
+
+    /// Every option for `arch` (`sm_90`) and this source's include folders.
+    pub fn options(&self, source: &KernelSource, arch: &str) -> Vec<String> {
+        let mut options = vec![format!("--gpu-architecture={arch}")];
+        options.extend(OPTIONS.iter().map(|o| o.to_string()));
+        options.push(format!("--pre-include={PRELUDE_NAME}"));
+        for dir in &source.include_dirs {
+            options.push(format!("--include-path={}", dir.display()));
+        }
+        options
+    }
+
+    /// The cubin of `source` for `arch`, from the cache when present.
+    pub fn compile(&self, source: &KernelSource, arch: &str) -> Result<Cubin, EngineError> {
+        let read = |path: &Path| fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e });
+        let text = String::from_utf8(read(&source.path)?).map_err(|_| EngineError::Compile {
+            path: source.display_path.clone(),
+            compiler: self.nvrtc.identity(),
+            log: "the source is not UTF-8".into(),
+        })?;
+        let options = self.options(source, arch);
+
+        let mut hash = Sha256::new();
+        let identity = format!("NVRTC {}.{}", self.nvrtc.version.0, self.nvrtc.version.1);
+        for part in [identity.as_str(), &options.join(" "), &source.display_path, &self.prelude_text, &text] {
+            hash.update((part.len() as u64).to_le_bytes());
+            hash.update(part.as_bytes());
+        }
+        for dir in &source.include_dirs {
+            let mut headers: Vec<PathBuf> = fs::read_dir(dir)
+                .map_err(|e| EngineError::ReadSource { path: dir.clone(), source: e })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "h" || x == "hpp"))
+                .collect();
+            headers.sort();
+            for header in headers {
+                hash.update(header.file_name().unwrap().as_encoded_bytes());
+                hash.update(read(&header)?);
+            }
+        }
+        let key: String = hash.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+        let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
+        let cached = self.cache_dir.as_ref().map(|d| (d.join(format!("{stem}-{arch}-{key}.cubin")), d.join(format!("{stem}-{arch}-{key}.log"))));
+
+        let (image, log) = match &cached {
+            Some((cubin_path, log_path)) if cubin_path.is_file() && log_path.is_file() => (read(cubin_path)?, fs::read_to_string(log_path).unwrap_or_default()),
+            _ => {
+                let headers = vec![(PRELUDE_NAME.to_string(), self.prelude_text.clone())];
+                let compiled = self.nvrtc.compile(&source.display_path, &text, &headers, &options)?;
+                if let Some((cubin_path, log_path)) = &cached {
+                    store(cubin_path, &compiled.cubin)?;
+                    store(log_path, compiled.log.as_bytes())?;
+                }
+                (compiled.cubin, compiled.log)
+            }
+        };
+        let info = cubin::parse(&image).map_err(|e| EngineError::Tool {
+            tool: "cubin reader".into(),
+            path: source.display_path.clone(),
+            reason: e,
+        })?;
+        let report = cubin::parse_ptxas_report(&log);
+        Ok(Cubin { arch: arch.to_string(), image, log, info, report })
+    }
+}
+
+/// Writes a cache file atomically (a temporary name, then a rename).
+fn store(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(|e| EngineError::Cache { path: dir.to_path_buf(), source: e })?;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let staged = path.with_extension(format!("tmp{}-{unique}", std::process::id()));
+    fs::write(&staged, bytes).map_err(|e| EngineError::Cache { path: staged.clone(), source: e })?;
+    fs::rename(&staged, path).map_err(|e| EngineError::Cache { path: path.to_path_buf(), source: e })
+}
