@@ -479,6 +479,8 @@ fn tolerances(
 #[derive(Clone, Debug)]
 pub struct Control {
     pub file: String,
+    /// Only on this architecture (a limits control tuned to one compiler's figures).
+    pub arch: Option<String>,
     pub contract: String,
     pub record: String,
     pub gate: Gate,
@@ -491,6 +493,8 @@ pub struct Control {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawControl {
+    #[serde(default)]
+    arch: Option<String>,
     contract: Spanned<String>,
     record: Spanned<String>,
     gate: Spanned<String>,
@@ -520,6 +524,7 @@ impl Control {
         let source_display = kernel.strip_prefix(repository).unwrap_or(&kernel).display().to_string();
         Ok(Control {
             file: file.to_string(),
+            arch: raw.arch.clone(),
             contract: raw.contract.get_ref().clone(),
             record: raw.record.get_ref().clone(),
             gate,

@@ -12,3 +12,4 @@ pub mod report;
 pub mod runner;
 pub mod tolerance;
 pub mod limits;
+pub mod record;

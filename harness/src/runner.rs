@@ -230,6 +230,59 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
         timing: Timing::default(),
     };
 
+    let (contracts, controls) = load(settings, &arch, &gates_run, &mut report, on_event);
+
+    // build every kernel source first, on all cores
+    let build_started = Instant::now();
+    let mut sources: Vec<KernelSource> = Vec::new();
+    for c in &contracts {
+        if let (Some(source), Some(symbol)) = (c.op.source, c.op.symbol) {
+            sources.push(kernel_source(settings, &settings.kernels_dir.join(source), symbol));
+        }
+    }
+    for c in &controls {
+        let op = contracts.iter().find(|k| k.op.name == c.contract).unwrap().op;
+        sources.push(kernel_source(settings, &c.source, op.symbol.unwrap_or(op.name)));
+    }
+    let modules = build_all(backend, &sources);
+    report.timing.build_seconds = build_started.elapsed().as_secs_f64();
+    report.timing.modules_built = sources.len();
+
+    let run_started = Instant::now();
+    let mut inputs = InputCache::default();
+    let context = RunContext { backend, settings, gates_run: &gates_run };
+    for contract in &contracts {
+        let module = match contract.op.source {
+            Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
+            None => Ok(None),
+        };
+        for record in &contract.records {
+            let result = run_record(&context, contract, record, &module, None, &mut inputs);
+            on_event(&Event::Record(&result));
+            report.records.push(result);
+        }
+    }
+    for control in &controls {
+        let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
+        let record = contract.record(&control.record).unwrap();
+        let module = modules[&control.source].clone().map(Some);
+        let result = run_record(&context, contract, record, &module, Some(control), &mut inputs);
+        on_event(&Event::Control(&result));
+        report.controls.push(result);
+    }
+    report.timing.run_seconds = run_started.elapsed().as_secs_f64();
+    report.timing.total_seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+/// Loads contracts and the controls that apply here; what cannot load is reported, never fatal.
+fn load(
+    settings: &Settings,
+    arch: &str,
+    gates_run: &[Gate],
+    report: &mut RunReport,
+    on_event: &mut dyn FnMut(&Event),
+) -> (Vec<Contract>, Vec<Control>) {
     // contracts, one op each
     let mut contracts: Vec<Contract> = Vec::new();
     if !settings.contracts_dir.is_dir() {
@@ -276,7 +329,7 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
                     let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
                     return Err(source.error(0, "record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; "))));
                 }
-                if !gates_run.contains(&c.gate) {
+                if !gates_run.contains(&c.gate) || c.arch.as_ref().is_some_and(|a| a != arch) {
                     not_applicable.push(format!("{} ({})", c.file, c.gate));
                     return Ok(None);
                 }
@@ -298,51 +351,11 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
         on_event(&Event::ContractError(e));
     }
     if !not_applicable.is_empty() {
-        on_event(&Event::NotApplicable { arch: &arch, controls: &not_applicable });
+        on_event(&Event::NotApplicable { arch, controls: &not_applicable });
     }
     report.controls_not_applicable = not_applicable.clone();
 
-    // build every kernel source first, on all cores
-    let build_started = Instant::now();
-    let mut sources: Vec<KernelSource> = Vec::new();
-    for c in &contracts {
-        if let (Some(source), Some(symbol)) = (c.op.source, c.op.symbol) {
-            sources.push(kernel_source(settings, &settings.kernels_dir.join(source), symbol));
-        }
-    }
-    for c in &controls {
-        let op = contracts.iter().find(|k| k.op.name == c.contract).unwrap().op;
-        sources.push(kernel_source(settings, &c.source, op.symbol.unwrap_or(op.name)));
-    }
-    let modules = build_all(backend, &sources);
-    report.timing.build_seconds = build_started.elapsed().as_secs_f64();
-    report.timing.modules_built = sources.len();
-
-    let run_started = Instant::now();
-    let mut inputs = InputCache::default();
-    let context = RunContext { backend, settings, gates_run: &gates_run };
-    for contract in &contracts {
-        let module = match contract.op.source {
-            Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
-            None => Ok(None),
-        };
-        for record in &contract.records {
-            let result = run_record(&context, contract, record, &module, None, &mut inputs);
-            on_event(&Event::Record(&result));
-            report.records.push(result);
-        }
-    }
-    for control in &controls {
-        let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
-        let record = contract.record(&control.record).unwrap();
-        let module = modules[&control.source].clone().map(Some);
-        let result = run_record(&context, contract, record, &module, Some(control), &mut inputs);
-        on_event(&Event::Control(&result));
-        report.controls.push(result);
-    }
-    report.timing.run_seconds = run_started.elapsed().as_secs_f64();
-    report.timing.total_seconds = started.elapsed().as_secs_f64();
-    report
+    (contracts, controls)
 }
 
 fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource {
@@ -694,4 +707,190 @@ fn run_case(
 #[derive(Serialize)]
 pub struct ContractErrorView {
     pub line: String,
+}
+
+/// A backend that runs nothing: the launcher's grid and block are recorded, so the static
+/// path knows the `threads` figure without a device.
+struct DryRun;
+
+struct DryBuffer(usize);
+
+impl engine::backend::DeviceBuffer for DryBuffer {
+    fn len(&self) -> usize {
+        self.0
+    }
+    fn device_address(&self) -> u64 {
+        0x1000
+    }
+    fn write(&mut self, _: usize, _: &[u8]) -> Result<(), engine::EngineError> {
+        Ok(())
+    }
+    fn read(&self, _: usize, bytes: &mut [u8]) -> Result<(), engine::EngineError> {
+        bytes.fill(0);
+        Ok(())
+    }
+}
+
+impl Backend for DryRun {
+    fn name(&self) -> &'static str {
+        "dry run"
+    }
+    fn arch(&self) -> String {
+        "none".into()
+    }
+    fn toolchain(&self) -> String {
+        String::new()
+    }
+    fn allocate(&self, bytes: usize) -> Result<Box<dyn engine::backend::DeviceBuffer>, engine::EngineError> {
+        Ok(Box::new(DryBuffer(bytes)))
+    }
+    fn load_module(&self, _: &KernelSource) -> Result<Arc<dyn Module>, engine::EngineError> {
+        Err(engine::EngineError::Buffer("the dry run loads no module".into()))
+    }
+}
+
+struct DryModule {
+    source: KernelSource,
+    block: std::sync::Mutex<Option<u32>>,
+}
+
+impl Module for DryModule {
+    fn source(&self) -> &KernelSource {
+        &self.source
+    }
+    fn launch(
+        &self,
+        _: &str,
+        dims: engine::backend::LaunchDims,
+        _: Schedule,
+        _: &[engine::backend::KernelArg],
+    ) -> Result<engine::backend::LaunchReport, engine::EngineError> {
+        *self.block.lock().unwrap() = Some(dims.block.iter().product());
+        Ok(engine::backend::LaunchReport::default())
+    }
+}
+
+/// The block the op's launcher uses for the contract's first case and first record.
+fn launcher_block(contract: &Contract, source: &KernelSource) -> Result<u32, String> {
+    let record = &contract.records[0];
+    let case = &contract.cases[0];
+    let mut tensors = BTreeMap::new();
+    for spec in contract.op.tensors {
+        let tensor = Tensor::allocate(&DryRun, record.dtypes[spec.name], &case.shapes[spec.name]).map_err(|e| error_chain(&e))?;
+        tensors.insert(spec.name.to_string(), tensor);
+    }
+    let module = DryModule { source: source.clone(), block: std::sync::Mutex::new(None) };
+    let call = OpCall {
+        op: contract.op,
+        backend: &DryRun,
+        module: Some(&module),
+        symbols: &case.symbols,
+        params: &record.params,
+        tensors: &tensors,
+        schedule: Schedule::default(),
+    };
+    (contract.op.launch)(&call).map_err(|e| error_chain(&e))?;
+    module.block.into_inner().unwrap().ok_or_else(|| "the launcher launched nothing".to_string())
+}
+
+/// Gate 4 alone, from a compiler's figures, with no device: every record and every limits
+/// control of an architecture. Gates 1-3 are not run and never reported as passed.
+pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Settings, on_event: &mut dyn FnMut(&Event)) -> RunReport {
+    let started = Instant::now();
+    let arch = compiler.arch();
+    let toolchain = compiler.identity();
+    on_event(&Event::Started { arch: &arch, backend: "static", toolchain: &toolchain });
+    let gates_run = vec![Gate::Limits];
+    let mut report = RunReport {
+        arch: arch.clone(),
+        backend: "static".into(),
+        toolchain: toolchain.clone(),
+        seed: settings.seed,
+        repeats: 0,
+        gates_run: gates_run.clone(),
+        contract_errors: Vec::new(),
+        records: Vec::new(),
+        controls: Vec::new(),
+        controls_not_applicable: Vec::new(),
+        timing: Timing::default(),
+    };
+    let (contracts, controls) = load(settings, &arch, &gates_run, &mut report, on_event);
+
+    // (contract index, control) pairs to measure, built on all cores
+    let mut jobs: Vec<(usize, Option<&Control>, KernelSource)> = Vec::new();
+    for (i, c) in contracts.iter().enumerate() {
+        if let (Some(source), Some(symbol)) = (c.op.source, c.op.symbol) {
+            jobs.push((i, None, kernel_source(settings, &settings.kernels_dir.join(source), symbol)));
+        }
+    }
+    for control in &controls {
+        let i = contracts.iter().position(|k| k.op.name == control.contract).unwrap();
+        jobs.push((i, Some(control), kernel_source(settings, &control.source, contracts[i].op.symbol.unwrap())));
+    }
+    let build_started = Instant::now();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let figures: std::sync::Mutex<HashMap<usize, Result<engine::backend::ResourceUsage, String>>> = Default::default();
+    std::thread::scope(|scope| {
+        for _ in 0..engine::backend::host::worker_count().clamp(1, 8) {
+            scope.spawn(|| {
+                loop {
+                    let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((i, _, source)) = jobs.get(j) else { break };
+                    let symbol = contracts[*i].op.symbol.unwrap();
+                    let usage = compiler.resource_usage(source, symbol).map_err(|e| error_chain(&e)).and_then(|mut u| {
+                        u.figures.insert("threads".into(), launcher_block(&contracts[*i], source)? as u64);
+                        Ok(u)
+                    });
+                    figures.lock().unwrap().insert(j, usage);
+                }
+            });
+        }
+    });
+    report.timing.build_seconds = build_started.elapsed().as_secs_f64();
+    report.timing.modules_built = jobs.len();
+    let figures = figures.into_inner().unwrap();
+
+    for (j, (i, control, _)) in jobs.iter().enumerate() {
+        let contract = &contracts[*i];
+        let records: Vec<&Record> = match control {
+            Some(c) => vec![contract.record(&c.record).unwrap()],
+            None => contract.records.iter().collect(),
+        };
+        for record in records {
+            let mut result = RecordResult {
+                op: contract.op.name.to_string(),
+                record: record.name.clone(),
+                contract_file: contract.file.clone(),
+                control: control.map(|c| ControlInfo { file: c.file.clone(), bug: c.bug.clone(), gate: c.gate, source: c.source_display.clone() }),
+                outcome: Outcome::Pass,
+                gates_run: gates_run.clone(),
+                failures: Vec::new(),
+                findings: Vec::new(),
+                stale_findings: Vec::new(),
+                error: None,
+                tolerances: BTreeMap::new(),
+                cases: Vec::new(),
+                limits: None,
+                seconds: 0.0,
+            };
+            match &figures[&j] {
+                Ok(usage) => {
+                    let limits = limits::check(&arch, "static", usage, contract.limits.get(&arch));
+                    add_limits_failure(&mut result, &limits, settings.strict_limits);
+                    result.limits = Some(limits);
+                }
+                Err(e) => result.error = Some(e.clone()),
+            }
+            result.outcome = decide(&mut result, contract, *control, &arch, &gates_run);
+            if control.is_some() {
+                on_event(&Event::Control(&result));
+                report.controls.push(result);
+            } else {
+                on_event(&Event::Record(&result));
+                report.records.push(result);
+            }
+        }
+    }
+    report.timing.total_seconds = started.elapsed().as_secs_f64();
+    report
 }

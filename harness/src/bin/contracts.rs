@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
-use engine::backend::Backend;
+use engine::amdgpu::{Gfx1201Static, HipClang};
+use engine::backend::cuda::{CudaBackend, CudaOptions, NvrtcStatic};
+use engine::backend::{Backend, StaticCompiler};
 use engine::backend::host::{HostBackend, HostOptions, worker_count};
 use harness::report::{self, Summary};
 use harness::runner::{self, Event, Settings};
@@ -28,6 +30,14 @@ enum BackendChoice {
 #[derive(Parser, Debug)]
 #[command(name = "contracts", version)]
 struct Flags {
+    #[command(subcommand)]
+    command: Option<Subcommand>,
+    /// With --static: the architecture whose compiler figures gate 4 checks (gfx1201, sm_90).
+    #[arg(long, global = true)]
+    arch: Option<String>,
+    /// Gate 4 alone, from the compiler's figures, with no device (gates 1-3 are not run).
+    #[arg(long = "static", requires = "arch")]
+    static_only: bool,
     #[arg(long, value_enum, default_value = "host")]
     backend: BackendChoice,
     /// The repository: contracts/, controls/ and kernels/ are found under it.
@@ -71,6 +81,13 @@ struct Flags {
     report: Option<PathBuf>,
 }
 
+#[derive(clap::Subcommand, Debug)]
+enum Subcommand {
+    /// Rewrite every contract's `[limits.<arch>]` recorded figures: from the compiler
+    /// (gfx1201 with clang, sm_90 with NVRTC), or live from the GPU with `--backend cuda`.
+    Record,
+}
+
 fn find_root() -> PathBuf {
     let is_root = |p: &Path| p.join("contracts").is_dir() && p.join("kernels/host/prelude.h").is_file();
     if let Ok(cwd) = std::env::current_dir()
@@ -78,6 +95,20 @@ fn find_root() -> PathBuf {
             return found.to_path_buf();
         }
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("harness lives in the repository").to_path_buf()
+}
+
+fn static_compiler(arch: &str, flags: &Flags, root: &Path) -> Result<Box<dyn StaticCompiler>> {
+    let kernels = flags.kernels.clone().unwrap_or_else(|| root.join("kernels"));
+    let cache_dir = flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache"));
+    if arch.starts_with("gfx") {
+        let clang = HipClang::discover().context("the static gfx path needs clang-22 (apt-get install clang-22 lld-22 llvm-22)")?;
+        Ok(Box::new(Gfx1201Static { clang, arch: arch.to_string(), prelude: kernels.join("hip/prelude.h"), cache_dir: cache_dir.join(arch) }))
+    } else if arch.starts_with("sm_") {
+        engine::backend::cuda::nvrtc::Nvrtc::shared().context("the static sm_90 path needs NVRTC")?;
+        Ok(Box::new(NvrtcStatic { arch: arch.to_string() }))
+    } else {
+        bail!("--arch {arch}: static figures exist for gfx targets (gfx1201) and sm_ targets (sm_90)")
+    }
 }
 
 fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<String>)> {
@@ -90,10 +121,17 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
         };
         Ok(Box::new(HostBackend::new(options).context("starting the host backend")?))
     };
+    let cuda = || CudaBackend::probe(CudaOptions::for_root(root));
     match flags.backend {
         BackendChoice::Host => Ok((host()?, None)),
-        BackendChoice::Auto => Ok((host()?, Some("backend auto: this build has no hip or cuda backend yet; using host".into()))),
-        BackendChoice::Cuda => bail!("backend cuda: not in this build yet (libcuda.so.1, NVRTC and cuBLAS come with the CUDA backend); use --backend host"),
+        BackendChoice::Cuda => Ok((Box::new(cuda().context("backend cuda")?), None)),
+        BackendChoice::Auto => match cuda() {
+            Ok(backend) => Ok((Box::new(backend), Some("backend auto: no HIP backend in this build; using cuda".into()))),
+            Err(e) => Ok((
+                host()?,
+                Some(format!("backend auto: no HIP backend in this build, no CUDA device ({}); using host", runner::error_chain(&e))),
+            )),
+        },
         BackendChoice::Hip => bail!("backend hip: not in this build yet (libamdhip64, hiprtc and rocBLAS come with the HIP backend); use --backend host"),
     }
 }
@@ -112,9 +150,10 @@ fn main() -> ExitCode {
 fn run(flags: &Flags) -> Result<i32> {
     let root = flags.root.clone().unwrap_or_else(find_root);
     let root = root.canonicalize().with_context(|| format!("repository folder {}", root.display()))?;
-    let (backend, note) = backend(flags, &root)?;
-    if let Some(note) = note {
-        println!("{note}");
+    if let Some(arch) = &flags.arch {
+        if !flags.static_only && !matches!(flags.command, Some(Subcommand::Record)) {
+            bail!("--arch {arch} needs --static (or the record subcommand); a live run takes its arch from the device");
+        }
     }
     let absolute = |p: &Option<PathBuf>, default: &str| -> PathBuf {
         let p = p.clone().unwrap_or_else(|| root.join(default));
@@ -137,7 +176,7 @@ fn run(flags: &Flags) -> Result<i32> {
         }
         Event::ContractError(e) => println!("{}", report::contract_error_line(e)),
         Event::NotApplicable { arch, controls } => {
-            println!("not run on {arch}, their gate does not run here: {}", controls.join(", "))
+            println!("{} controls not run on {arch}: their gate does not run here, or they are for another arch (listed in the report)", controls.len())
         }
         Event::Record(r) | Event::Control(r) => {
             println!("{}", report::record_line(r));
@@ -146,7 +185,24 @@ fn run(flags: &Flags) -> Result<i32> {
             }
         }
     };
-    let run = runner::run(backend.as_ref(), &settings, &mut print);
+    let run = if flags.static_only || matches!(flags.command, Some(Subcommand::Record)) && flags.backend != BackendChoice::Cuda {
+        let arch = flags.arch.clone().context("record needs --arch (gfx1201, sm_90)")?;
+        runner::run_static(static_compiler(&arch, flags, &root)?.as_ref(), &settings, &mut print)
+    } else {
+        let (backend, note) = backend(flags, &root)?;
+        if let Some(note) = note {
+            println!("{note}");
+        }
+        runner::run(backend.as_ref(), &settings, &mut print)
+    };
+    if matches!(flags.command, Some(Subcommand::Record)) {
+        let written = harness::record::write_recorded(&run, &settings.contracts_dir).map_err(|e| anyhow::anyhow!("recording figures: {e}"))?;
+        for line in &written {
+            println!("{line}");
+        }
+        println!("recorded {} figures of {} into {} contract(s)", run.arch, run.toolchain, written.len());
+        return Ok(0);
+    }
     let summary = Summary::of(&run);
     let report_path = flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("{}.json", run.arch)));
     let written = report::write_json(&report_path, &run, &summary);

@@ -132,7 +132,11 @@ pub fn static_cubin(source: &KernelSource, arch: &str) -> Result<Cubin, EngineEr
     compiler.compile(source, arch)
 }
 
+/// The cuBLAS workspace the engine plans for (cuBLAS's own recommendation for Hopper).
+pub const BLAS_WORKSPACE_BYTES: usize = 32 << 20;
+
 pub struct CudaBackend {
+    blas_handle_slot: std::sync::Mutex<Option<BlasHandle>>,
     options: CudaOptions,
     context: Arc<Context>,
     stream: Arc<Stream>,
@@ -176,6 +180,7 @@ impl CudaBackend {
             driver_version,
             modules: Mutex::new(HashMap::new()),
             blas: OnceLock::new(),
+            blas_handle_slot: std::sync::Mutex::new(None),
         })
     }
 
@@ -262,6 +267,37 @@ impl Backend for CudaBackend {
 
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
         Ok(Box::new(CudaBuffer { memory: DeviceMemory::allocate(&self.context, bytes)? }))
+    }
+
+    fn has_live_limits(&self) -> bool {
+        true
+    }
+
+    /// cublasGemmEx with bf16 inputs and 32-bit float compute, through one handle whose
+    /// workspace (BLAS_WORKSPACE_BYTES) the engine allocates once, at the first projection.
+    fn gemm_bf16(&self, request: &crate::backend::GemmBf16) -> Result<LaunchReport, EngineError> {
+        let int = |v: usize, what: &str| {
+            i32::try_from(v).map_err(|_| EngineError::Op { op: "projection_bf16".into(), reason: format!("{what} = {v} does not fit cuBLAS's int") })
+        };
+        let projection = cublas::ProjectionBf16 {
+            x: request.x,
+            w: request.w,
+            y: request.y,
+            y_is_bf16: match request.y_dtype {
+                crate::DType::Bf16 => true,
+                crate::DType::F32 => false,
+                other => return Err(EngineError::Op { op: "projection_bf16".into(), reason: format!("y in {other} (f32 or bf16)") }),
+            },
+            rows: int(request.m, "m")?,
+            k: int(request.k, "k")?,
+            out: int(request.n, "n")?,
+        };
+        let mut slot = self.blas_handle_slot.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(self.blas_handle(BLAS_WORKSPACE_BYTES)?);
+        }
+        slot.as_ref().unwrap().projection_bf16(projection, &self.stream)?;
+        Ok(LaunchReport::default())
     }
 
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
@@ -386,6 +422,13 @@ impl Module for CudaModule {
         &self.source
     }
 
+    /// cuFuncGetAttribute's registers, static shared and local bytes. The `threads` figure
+    /// is the launch's block, which the harness adds.
+    fn resource_usage(&self, kernel: &str) -> Option<Result<crate::backend::ResourceUsage, EngineError>> {
+        let compiler = format!("NVRTC cubin for {}, as the driver loaded it", self.cubin.arch);
+        Some(self.live_usage(kernel).map(|u| usage_figures(u.registers, u.shared_bytes, u.local_bytes, compiler)))
+    }
+
     /// Launches on the backend's stream and waits for the whole context. `Schedule` is a
     /// host-only hint: the GPU schedules its own blocks.
     fn launch(&self, kernel: &str, dims: LaunchDims, _schedule: Schedule, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
@@ -445,6 +488,33 @@ impl Module for CudaModule {
                 _ => fault(e, "cuLaunchKernel"),
             })?;
         self.context.synchronize().map_err(|e| fault(e, "cuCtxSynchronize after cuLaunchKernel"))?;
-        Ok(LaunchReport { blocks: dims.grid.iter().map(|&d| d as u64).product(), switches: 0, inactive_lane_reads: 0 })
+        Ok(LaunchReport { blocks: dims.grid.iter().map(|&d| d as u64).product(), switches: 0, inactive_lane_reads: 0, block_threads: dims.block.iter().product() })
     }
+}
+
+/// The sm_90 static path behind the engine's `StaticCompiler`: NVRTC builds the cubin, its
+/// `.nv.info` sections give the figures (no driver, no GPU).
+pub struct NvrtcStatic {
+    pub arch: String,
+}
+
+impl crate::backend::StaticCompiler for NvrtcStatic {
+    fn arch(&self) -> String {
+        self.arch.clone()
+    }
+
+    fn identity(&self) -> String {
+        // the version, not where the library was found: recorded figures name it
+        Nvrtc::shared().map(|n| n.identity().split(" (").next().unwrap_or_default().to_string()).unwrap_or_else(|e| e.to_string())
+    }
+
+    fn resource_usage(&self, source: &KernelSource, kernel: &str) -> Result<crate::backend::ResourceUsage, EngineError> {
+        let usage = static_cubin(source, &self.arch)?.usage(kernel)?;
+        Ok(usage_figures(usage.registers, usage.shared_bytes, usage.local_bytes, self.identity()))
+    }
+}
+
+fn usage_figures(registers: u32, shared: u32, local: u32, compiler: String) -> crate::backend::ResourceUsage {
+    let figures = [("registers", registers), ("shared", shared), ("local", local)];
+    crate::backend::ResourceUsage { figures: figures.into_iter().map(|(k, v)| (k.to_string(), v as u64)).collect(), compiler }
 }
