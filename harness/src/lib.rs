@@ -13,3 +13,4 @@ pub mod runner;
 pub mod tolerance;
 pub mod limits;
 pub mod record;
+pub mod ops_table;

@@ -151,3 +151,39 @@ fn bad_flags_and_absent_backends_exit_2_and_auto_says_it_fell_back() {
     assert!(lines[0].contains("using host"), "{lines:?}");
     assert_eq!(code, 0, "{lines:?}");
 }
+
+#[test]
+fn the_readme_lists_every_op_under_contract_as_generated_from_contracts() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let begin = readme.find(harness::ops_table::BEGIN).expect("README has the ops table's begin marker") + harness::ops_table::BEGIN.len() + 1;
+    let end = readme.find(harness::ops_table::END).expect("README has the ops table's end marker");
+    let want = harness::ops_table::generate(&root().join("contracts")).unwrap();
+    assert_eq!(&readme[begin..end], want, "README's ops table is stale: regenerate it with `cargo run --bin contracts -- --ops-table`");
+    assert!(want.lines().count() >= 2 + 18, "at least 18 ops under contract");
+}
+
+/// The static limits gate of one architecture: every recorded figure as recorded, every
+/// limits control red at limits, and the SUMMARY never claiming gates 1-3.
+fn static_limits_hold(arch: &str, controls_at_least: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, lines, stderr) = contracts(&["--arch", arch, "--static", "--strict-limits", "--report", dir.path().join("r.json").to_str().unwrap()]);
+    let output = format!("{}\n{stderr}", lines.join("\n"));
+    assert_eq!(code, 0, "{output}");
+    let last = lines.last().unwrap();
+    assert!(last.starts_with(&format!("SUMMARY {arch} ")), "{output}");
+    assert!(last.contains(" pass gate 4 (static; gates 1-3 not run: no device), 0 fail, "), "{last}");
+    assert!(last.ends_with("0 missed; 0 limit problems"), "{last}");
+    let red = lines.iter().filter(|l| l.contains(" red at limits as planted: ")).count();
+    assert!(red >= controls_at_least, "{output}");
+    assert!(lines.iter().filter(|l| l.contains(" pass limits; static limits ")).count() >= 60, "{output}");
+}
+
+#[test]
+fn gfx1201_static_limits_hold_for_every_contract_and_the_limits_controls_go_red() {
+    static_limits_hold("gfx1201", 3);
+}
+
+#[test]
+fn sm_90_static_limits_hold_for_every_contract_and_the_limits_controls_go_red() {
+    static_limits_hold("sm_90", 2);
+}

@@ -76,6 +76,9 @@ struct Flags {
     /// A limit problem (live figures that differ from the recorded ones) fails the record.
     #[arg(long)]
     strict_limits: bool,
+    /// Print the README's table of ops under contract and exit.
+    #[arg(long)]
+    ops_table: bool,
     /// The JSON report (default: <root>/reports/last/<arch>.json).
     #[arg(long)]
     report: Option<PathBuf>,
@@ -150,6 +153,10 @@ fn main() -> ExitCode {
 fn run(flags: &Flags) -> Result<i32> {
     let root = flags.root.clone().unwrap_or_else(find_root);
     let root = root.canonicalize().with_context(|| format!("repository folder {}", root.display()))?;
+    if flags.ops_table {
+        print!("{}", harness::ops_table::generate(&root.join("contracts")).map_err(|e| anyhow::anyhow!(e))?);
+        return Ok(0);
+    }
     if let Some(arch) = &flags.arch {
         if !flags.static_only && !matches!(flags.command, Some(Subcommand::Record)) {
             bail!("--arch {arch} needs --static (or the record subcommand); a live run takes its arch from the device");

@@ -33,6 +33,11 @@ pub fn candidates() -> Vec<PathBuf> {
     for dir in ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"] {
         out.extend(names.iter().map(|n| Path::new(dir).join(n)));
     }
+    // where .ci/run installs the PyPI wheel, so a plain `cargo test` finds it afterwards
+    if let Some(home) = std::env::var_os("HOME") {
+        let wheel = Path::new(&home).join(".cache/kernel-contracts/venv-nvrtc/lib/python3.11/site-packages/nvidia/cu13/lib");
+        out.push(wheel.join("libnvrtc.so.13"));
+    }
     out
 }
 
