@@ -249,6 +249,7 @@ mod tests {
             switches: 0,
             inactive_lane_reads: 0,
             block_threads: 256,
+            cross_backend: None,
         }
     }
 
@@ -267,6 +268,7 @@ mod tests {
             tolerances: [("out".to_string(), tolerance.to_string())].into(),
             cases: vec![case(64, 0, 0.0), case(910, 0, 0.0), case(7168, 0, 0.0)],
             limits: None,
+            cross_backend_max_ulp: None,
             seconds: 0.1,
         }
     }

@@ -98,6 +98,10 @@ pub struct CaseReport {
     pub switches: u64,
     pub inactive_lane_reads: u64,
     pub block_threads: u32,
+    /// Against the reference backend (`--compare-host`): the largest ulp distance per output
+    /// between the two backends' bytes for the same inputs, or why it could not be had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_backend: Option<Result<BTreeMap<String, u64>, String>>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -118,6 +122,10 @@ pub struct RecordResult {
     pub cases: Vec<CaseReport>,
     /// Gate 4's figures and verdicts, where it ran.
     pub limits: Option<LimitsReport>,
+    /// `--compare-host`: per output, the largest ulp distance from the host backend's output
+    /// over every case (the per-case figures and any failure to compare are in `cases`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_backend_max_ulp: Option<BTreeMap<String, u64>>,
     pub seconds: f64,
 }
 
@@ -211,6 +219,13 @@ fn toml_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(&Event)) -> RunReport {
+    run_compared(backend, None, settings, on_event)
+}
+
+/// A run whose every case is also launched once on `reference` (the host backend) with the
+/// same inputs, so each record's JSON carries the largest ulp distance between the two
+/// backends' outputs.
+pub fn run_compared(backend: &dyn Backend, reference: Option<&dyn Backend>, settings: &Settings, on_event: &mut dyn FnMut(&Event)) -> RunReport {
     let started = Instant::now();
     let arch = backend.arch();
     let toolchain = backend.toolchain();
@@ -245,12 +260,13 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
         sources.push(kernel_source(settings, &c.source, op.symbol.unwrap_or(op.name)));
     }
     let modules = build_all(backend, &sources);
+    let reference_modules = reference.map(|r| build_all(r, &sources)).unwrap_or_default();
     report.timing.build_seconds = build_started.elapsed().as_secs_f64();
     report.timing.modules_built = sources.len();
 
     let run_started = Instant::now();
     let mut inputs = InputCache::default();
-    let context = RunContext { backend, settings, gates_run: &gates_run };
+    let context = RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules };
     for contract in &contracts {
         let module = match contract.op.source {
             Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
@@ -410,6 +426,9 @@ struct RunContext<'a> {
     backend: &'a dyn Backend,
     settings: &'a Settings,
     gates_run: &'a [Gate],
+    /// A second backend every case is compared with (the host for a GPU run).
+    reference: Option<&'a dyn Backend>,
+    reference_modules: &'a Built,
 }
 
 fn run_record(
@@ -436,6 +455,7 @@ fn run_record(
         tolerances: record.tolerances.iter().map(|(k, (t, _))| (k.clone(), t.to_string())).collect(),
         cases: Vec::new(),
         limits: None,
+        cross_backend_max_ulp: None,
         seconds: 0.0,
     };
     match module {
@@ -473,6 +493,16 @@ fn run_record(
             }
         }
     }
+    if result.cases.iter().any(|c| c.cross_backend.is_some()) {
+        let mut worst: BTreeMap<String, u64> = BTreeMap::new();
+        for figures in result.cases.iter().filter_map(|c| c.cross_backend.as_ref()?.as_ref().ok()) {
+            for (output, ulp) in figures {
+                let entry = worst.entry(output.clone()).or_default();
+                *entry = (*entry).max(*ulp);
+            }
+        }
+        result.cross_backend_max_ulp = Some(worst);
+    }
     if gates_run.contains(&Gate::Limits) && result.error.is_none() {
         if let (Ok(Some(module)), Some(symbol)) = (module, contract.op.symbol) {
             match module.resource_usage(symbol) {
@@ -494,6 +524,60 @@ fn run_record(
     result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run);
     result.seconds = started.elapsed().as_secs_f64();
     result
+}
+
+/// Launches one case on `reference` with the same input bytes and measures the largest
+/// ulp distance of each output from `primary`'s.
+fn compare_on(
+    reference: &dyn Backend,
+    modules: &Built,
+    module_path: &Path,
+    contract: &Contract,
+    record: &Record,
+    case: &Case,
+    inputs: &BTreeMap<String, Vec<u8>>,
+    primary: &BTreeMap<&str, &[u8]>,
+) -> Result<BTreeMap<String, u64>, String> {
+    let op = contract.op;
+    let module = match op.source {
+        Some(_) => Some(
+            modules.get(module_path).ok_or("the reference backend has no module for the op")?.clone()?,
+        ),
+        None => None,
+    };
+    let text = |e: engine::EngineError| error_chain(&e);
+    let mut tensors = BTreeMap::new();
+    for spec in op.tensors {
+        let mut tensor = Tensor::allocate(reference, record.dtypes[spec.name], &case.shapes[spec.name]).map_err(text)?;
+        if let Some(bytes) = inputs.get(spec.name) {
+            tensor.write(bytes).map_err(text)?;
+        }
+        tensors.insert(spec.name.to_string(), tensor);
+    }
+    let call = OpCall {
+        op,
+        backend: reference,
+        module: module.as_deref(),
+        symbols: &case.symbols,
+        params: &record.params,
+        tensors: &tensors,
+        schedule: Schedule::default(),
+    };
+    (op.launch)(&call).map_err(text)?;
+    let mut out = BTreeMap::new();
+    for (name, bytes) in primary {
+        let tensor = &tensors[*name];
+        let theirs = tensor.read().map_err(text)?;
+        let size = tensor.dtype.size();
+        let worst = bytes
+            .chunks(size)
+            .zip(theirs.chunks(size))
+            .map(|(a, b)| crate::tolerance::ulp_distance(tensor.dtype, tensor.dtype.decode(a), tensor.dtype.decode(b)))
+            .max()
+            .unwrap_or(0);
+        out.insert(name.to_string(), worst);
+    }
+    Ok(out)
 }
 
 /// Over budget (or, with strict limits, any limit problem) turns gate 4 red.
@@ -616,6 +700,7 @@ fn run_case(
         switches: 0,
         inactive_lane_reads: 0,
         block_threads: 0,
+        cross_backend: None,
     };
     for launch in 0..repeats {
         for name in &outputs {
@@ -645,6 +730,10 @@ fn run_case(
         }
     }
 
+    if let Some(reference) = context.reference {
+        let first: BTreeMap<&str, &[u8]> = outputs.iter().map(|n| (*n, launches[n][0].as_slice())).collect();
+        report.cross_backend = Some(compare_on(reference, context.reference_modules, &settings.kernels_dir.join(op.source.unwrap_or("")), contract, record, case, &input_bytes, &first));
+    }
     let mut failures: CaseFailures = Vec::new();
     for name in &outputs {
         let tensor = &tensors[*name];
@@ -871,6 +960,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 tolerances: BTreeMap::new(),
                 cases: Vec::new(),
                 limits: None,
+                cross_backend_max_ulp: None,
                 seconds: 0.0,
             };
             match &figures[&j] {

@@ -76,6 +76,10 @@ struct Flags {
     /// A limit problem (live figures that differ from the recorded ones) fails the record.
     #[arg(long)]
     strict_limits: bool,
+    /// With a GPU backend: also launch every case on the host backend and put the largest ulp
+    /// distance between the two backends' outputs in the JSON report.
+    #[arg(long)]
+    compare_host: bool,
     /// Print the README's table of ops under contract and exit.
     #[arg(long)]
     ops_table: bool,
@@ -200,7 +204,18 @@ fn run(flags: &Flags) -> Result<i32> {
         if let Some(note) = note {
             println!("{note}");
         }
-        runner::run(backend.as_ref(), &settings, &mut print)
+        let reference = if flags.compare_host {
+            let options = HostOptions {
+                prelude: settings.kernels_dir.join("host/prelude.h"),
+                cache_dir: flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache")),
+                workers: worker_count(),
+                warp_size: flags.warp_size,
+            };
+            Some(HostBackend::new(options).context("--compare-host: starting the host backend")?)
+        } else {
+            None
+        };
+        runner::run_compared(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &mut print)
     };
     if matches!(flags.command, Some(Subcommand::Record)) {
         let written = harness::record::write_recorded(&run, &settings.contracts_dir).map_err(|e| anyhow::anyhow!("recording figures: {e}"))?;
