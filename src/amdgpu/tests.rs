@@ -105,8 +105,8 @@ fn every_kernel_control_and_test_kernel_builds_for_gfx1201() {
                 _ => 0,
             };
             assert!(u.lds_bytes >= lds_floor, "{file} {kernel}: LDS {} < {lds_floor}", u.lds_bytes);
-            if lds_floor == 0 {
-                // dynamic_reverse's `extern __shared__` array is not static LDS
+            if kernel == "dynamic_reverse" {
+                // its `extern __shared__` array is not static LDS
                 assert_eq!(u.lds_bytes, 0, "{file} {kernel}");
             }
         }
@@ -120,7 +120,7 @@ fn every_kernel_control_and_test_kernel_builds_for_gfx1201() {
 fn limits_controls_break_their_own_limit() {
     let clang = clang();
     let files = hip_files("controls/limits");
-    assert_eq!(files.len(), 3, "{files:?}");
+    assert!(files.len() >= 3, "{files:?}");
     let seed = |file: &str, kernel: &str| build(&clang, file, &shared_cache()).1.resource_usage(kernel).unwrap();
     let sum_partials = seed("kernels/tf_sum_partials.hip", "tf_sum_partials");
     let softmax_stats = seed("kernels/tf_softmax_stats.hip", "tf_softmax_stats");
