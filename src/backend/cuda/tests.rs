@@ -124,9 +124,14 @@ fn every_kernel_compiles_for_sm_90_and_the_cubin_agrees_with_ptxas() {
         assert_eq!(cubin.info.sm, 90, "{}", s.display_path);
         for kernel in &s.kernels {
             let usage = cubin.usage(kernel).unwrap_or_else(|e| panic!("{}: {e}", s.display_path));
-            let report = cubin.report.get(kernel).unwrap_or_else(|| panic!("{}: no ptxas line for {kernel}:\n{}", s.display_path, cubin.log));
             let at = format!("{} {kernel}", s.display_path);
             assert!(usage.registers > 0, "{at}");
+            // the CUDA 13.0 toolkit's NVRTC on the H200 image printed no ptxas report at all
+            // (the wheel's 13.0.88 does): then there is nothing to cross-check against
+            let Some(report) = cubin.report.get(kernel) else {
+                assert!(cubin.log.trim().is_empty(), "{at}: the log has no ptxas line for it:\n{}", cubin.log);
+                continue;
+            };
             assert_eq!(usage.registers, report.registers, "{at} registers");
             assert_eq!(usage.shared_bytes, report.shared_bytes, "{at} shared");
             assert_eq!(usage.local_bytes, report.stack_frame_bytes.max(report.cumulative_stack_bytes), "{at} local");
@@ -172,7 +177,7 @@ fn kernels_written_for_known_figures_read_back_as_written() {
 
     let stack = usage("stack_array");
     assert_eq!(stack.local_bytes, 256, "{stack:?}");
-    assert_eq!(stack.spill_store_bytes, Some(0));
+    assert!(matches!(stack.spill_store_bytes, Some(0)) || cubin.log.trim().is_empty(), "{stack:?}");
 
     let spills = usage("spills");
     let info = cubin.info.kernel("spills").unwrap();
