@@ -76,8 +76,12 @@ impl DType {
             DType::F32 => out[..4].copy_from_slice(&(value as f32).to_le_bytes()),
             // through an exact f32: half's from_f64 rounds some bf16 ties wrongly (0xc0028006 as
             // f64 gives 0xc002, not 0xc003), so the rounding is done here, once, in f64
-            DType::F16 => out[..2].copy_from_slice(&half::f16::from_f32(round_to_format(value, 10, -14, 15) as f32).to_bits().to_le_bytes()),
-            DType::Bf16 => out[..2].copy_from_slice(&half::bf16::from_f32(round_to_format(value, 7, -126, 127) as f32).to_bits().to_le_bytes()),
+            DType::F16 => {
+                out[..2].copy_from_slice(&half::f16::from_f32(round_to_format(value, 10, -14, 15) as f32).to_bits().to_le_bytes())
+            }
+            DType::Bf16 => {
+                out[..2].copy_from_slice(&half::bf16::from_f32(round_to_format(value, 7, -126, 127) as f32).to_bits().to_le_bytes())
+            }
             DType::I32 => out[..4].copy_from_slice(&(value as i32).to_le_bytes()),
             DType::U32 => out[..4].copy_from_slice(&(value as u32).to_le_bytes()),
             DType::U8 => out[0] = value as u8,
@@ -88,9 +92,9 @@ impl DType {
     /// read past the end poisons the result too), a canary for integers.
     pub fn guard_pattern(self) -> &'static [u8] {
         match self {
-            DType::F32 => &[0xad, 0xde, 0xc0, 0x7f],   // 0x7fc0dead, a quiet NaN
-            DType::F16 => &[0xde, 0x7e],               // 0x7ede
-            DType::Bf16 => &[0xde, 0x7f],              // 0x7fde
+            DType::F32 => &[0xad, 0xde, 0xc0, 0x7f], // 0x7fc0dead, a quiet NaN
+            DType::F16 => &[0xde, 0x7e],             // 0x7ede
+            DType::Bf16 => &[0xde, 0x7f],            // 0x7fde
             DType::I32 | DType::U32 => &[0xef, 0xbe, 0xad, 0xde],
             DType::U8 => &[0xa5],
         }
@@ -120,10 +124,7 @@ impl fmt::Display for DType {
 impl FromStr for DType {
     type Err = EngineError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        DType::ALL
-            .into_iter()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| EngineError::UnknownDtype(s.to_string()))
+        DType::ALL.into_iter().find(|d| d.name() == s).ok_or_else(|| EngineError::UnknownDtype(s.to_string()))
     }
 }
 

@@ -48,14 +48,10 @@ pub enum EngineError {
     #[error("library {library} has no symbol `{symbol}`{hint}")]
     MissingSymbol { library: String, symbol: String, hint: String },
 
-    #[error("kernel `{kernel}` takes {expected} parameters ({expected_sizes:?} bytes) but the launcher passes {given} ({given_sizes:?} bytes)")]
-    ArgumentMismatch {
-        kernel: String,
-        expected: usize,
-        expected_sizes: Vec<u32>,
-        given: usize,
-        given_sizes: Vec<u32>,
-    },
+    #[error(
+        "kernel `{kernel}` takes {expected} parameters ({expected_sizes:?} bytes) but the launcher passes {given} ({given_sizes:?} bytes)"
+    )]
+    ArgumentMismatch { kernel: String, expected: usize, expected_sizes: Vec<u32>, given: usize, given_sizes: Vec<u32> },
 
     #[error("kernel `{kernel}` ({source_path}): {message}")]
     KernelFault { kernel: String, source_path: String, message: String },

@@ -280,10 +280,7 @@ impl Parser<'_> {
                     self.at += 1;
                 }
                 let digits: String = self.text[start..self.at].chars().filter(|c| *c != '_').collect();
-                digits
-                    .parse::<i64>()
-                    .map(Expr::Number)
-                    .map_err(|_| error(self.text, format!("number `{digits}` out of range")))
+                digits.parse::<i64>().map(Expr::Number).map_err(|_| error(self.text, format!("number `{digits}` out of range")))
             }
             Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
                 let start = self.at;
@@ -291,11 +288,7 @@ impl Parser<'_> {
                     self.at += 1;
                 }
                 let name = &self.text[start..self.at];
-                if self.peek() == Some(b'(') {
-                    self.call(name)
-                } else {
-                    Ok(Expr::Symbol(name.to_string()))
-                }
+                if self.peek() == Some(b'(') { self.call(name) } else { Ok(Expr::Symbol(name.to_string())) }
             }
             Some(_) => {
                 let rest: String = self.text[self.at..].chars().take(8).collect();

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::gate::Gate;
-use crate::limits::{self, Limits};
 use crate::inputs::{Generator, InputSpec};
+use crate::limits::{self, Limits};
 use crate::oracle::{self, Oracle};
 use crate::tolerance::Tolerance;
 
@@ -171,8 +171,12 @@ impl Source<'_> {
 
 impl Contract {
     pub fn load(path: &Path, display: &str) -> Result<Contract, ContractError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ContractError { file: display.to_string(), line: 0, key: "(file)".into(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ContractError {
+            file: display.to_string(),
+            line: 0,
+            key: "(file)".into(),
+            message: e.to_string(),
+        })?;
         Contract::parse(display, &text)
     }
 
@@ -208,19 +212,27 @@ impl Contract {
             let key = format!("record[{i}]");
             let name = r.name.get_ref().trim().to_string();
             if name.is_empty() || records.iter().any(|x| x.name == name) {
-                return Err(source.error(r.name.span().start, format!("{key}.name"), format!("record name `{name}` is empty or used twice")));
+                return Err(source.error(
+                    r.name.span().start,
+                    format!("{key}.name"),
+                    format!("record name `{name}` is empty or used twice"),
+                ));
             }
             let mut dtypes = BTreeMap::new();
             for (tensor, dtype) in &r.dtypes {
                 let at = dtype.span().start;
                 let dkey = format!("{key}.dtypes.{tensor}");
-                let spec = op
-                    .tensor(tensor)
-                    .ok_or_else(|| source.error(at, &dkey, format!("op {} has no tensor `{tensor}` (its tensors: {})", op.name, tensor_names())))?;
+                let spec = op.tensor(tensor).ok_or_else(|| {
+                    source.error(at, &dkey, format!("op {} has no tensor `{tensor}` (its tensors: {})", op.name, tensor_names()))
+                })?;
                 let d: DType = dtype.get_ref().parse().map_err(|e: engine::EngineError| source.error(at, &dkey, e.to_string()))?;
                 if !spec.dtypes.contains(&d) {
                     let allowed: Vec<&str> = spec.dtypes.iter().map(|d| d.name()).collect();
-                    return Err(source.error(at, &dkey, format!("tensor `{tensor}` of {} takes {}, not {d}", op.name, allowed.join(" or "))));
+                    return Err(source.error(
+                        at,
+                        &dkey,
+                        format!("tensor `{tensor}` of {} takes {}, not {d}", op.name, allowed.join(" or ")),
+                    ));
                 }
                 dtypes.insert(tensor.clone(), d);
             }
@@ -250,12 +262,24 @@ impl Contract {
                     (None, None) => match spec.default {
                         Some(d) => (d, 0, String::new()),
                         None => {
-                            return Err(source.error(spanned.span().start, format!("{key}.params"), format!("no value for parameter `{}` of {}", spec.name, op.name)));
+                            return Err(source.error(
+                                spanned.span().start,
+                                format!("{key}.params"),
+                                format!("no value for parameter `{}` of {}", spec.name, op.name),
+                            ));
                         }
                     },
                 };
                 if !value.is_finite() || (spec.integer && (value.fract() != 0.0 || value.abs() > i32::MAX as f64)) {
-                    return Err(source.error(at, pkey, format!("`{}` = {value} is not {}", spec.name, if spec.integer { "a whole number that fits an int" } else { "finite" })));
+                    return Err(source.error(
+                        at,
+                        pkey,
+                        format!(
+                            "`{}` = {value} is not {}",
+                            spec.name,
+                            if spec.integer { "a whole number that fits an int" } else { "finite" }
+                        ),
+                    ));
                 }
                 params.insert(spec.name.to_string(), value);
             }
@@ -265,7 +289,11 @@ impl Contract {
                 if op.param(name).is_none() {
                     let known: Vec<&str> = op.params.iter().map(|p| p.name).collect();
                     let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
-                    return Err(source.error(value.span().start, pkey, format!("op {} has no parameter `{name}` (its parameters: {known})", op.name)));
+                    return Err(source.error(
+                        value.span().start,
+                        pkey,
+                        format!("op {} has no parameter `{name}` (its parameters: {known})", op.name),
+                    ));
                 }
             }
             records.push(Record { name, dtypes, tolerances, params });
@@ -275,7 +303,8 @@ impl Contract {
         if raw.shapes.cases.is_empty() {
             return Err(source.error(0, "shapes.cases", "a contract needs at least one shape case"));
         }
-        let shapes: Vec<(&str, ShapeExpr)> = op.tensors.iter().map(|t| (t.name, ShapeExpr::parse(t.shape).expect("engine signature"))).collect();
+        let shapes: Vec<(&str, ShapeExpr)> =
+            op.tensors.iter().map(|t| (t.name, ShapeExpr::parse(t.shape).expect("engine signature"))).collect();
         let mut cases = Vec::new();
         for (i, case) in raw.shapes.cases.iter().enumerate() {
             let key = format!("shapes.cases[{i}]");
@@ -290,12 +319,20 @@ impl Contract {
                     ));
                 }
                 if *value.get_ref() <= 0 {
-                    return Err(source.error(value.span().start, format!("{key}.{name}"), format!("`{name}` = {} must be positive", value.get_ref())));
+                    return Err(source.error(
+                        value.span().start,
+                        format!("{key}.{name}"),
+                        format!("`{name}` = {} must be positive", value.get_ref()),
+                    ));
                 }
                 symbols.insert(name.clone(), *value.get_ref());
             }
             if let Some(missing) = op.symbols.iter().find(|s| !symbols.contains_key(**s)) {
-                return Err(source.error(at, &key, format!("undefined shape symbol `{missing}`: the case must give {}", op.symbols.join(", "))));
+                return Err(source.error(
+                    at,
+                    &key,
+                    format!("undefined shape symbol `{missing}`: the case must give {}", op.symbols.join(", ")),
+                ));
             }
             let mut tensor_shapes = BTreeMap::new();
             for (name, shape) in &shapes {
@@ -326,7 +363,9 @@ impl Contract {
             match op.tensor(name) {
                 Some(t) if t.role == Role::Input => {}
                 Some(_) => return Err(source.error(at, &key, format!("`{name}` is an output of {}, not an input", op.name))),
-                None => return Err(source.error(at, &key, format!("op {} has no tensor `{name}` (its tensors: {})", op.name, tensor_names()))),
+                None => {
+                    return Err(source.error(at, &key, format!("op {} has no tensor `{name}` (its tensors: {})", op.name, tensor_names())));
+                }
             }
             let generator = InputSpec::parse(text.get_ref()).map_err(|e| source.error(at, &key, e))?;
             if let Some(s) = generator.symbols().into_iter().find(|s| !op.symbols.contains(s)) {
@@ -349,14 +388,16 @@ impl Contract {
         let mut findings = Vec::new();
         for (i, f) in raw.finding.iter().enumerate() {
             let raw_finding = f.get_ref();
-            let gate = Gate::parse(raw_finding.gate.get_ref()).map_err(|e| source.error(raw_finding.gate.span().start, format!("finding[{i}].gate"), e))?;
+            let gate = Gate::parse(raw_finding.gate.get_ref())
+                .map_err(|e| source.error(raw_finding.gate.span().start, format!("finding[{i}].gate"), e))?;
             if raw_finding.reason.trim().is_empty() {
                 return Err(source.error(f.span().start, format!("finding[{i}].reason"), "a finding needs its reason"));
             }
             if let Some(record) = &raw_finding.record
-                && !records.iter().any(|r| &r.name == record) {
-                    return Err(source.error(f.span().start, format!("finding[{i}].record"), format!("no record named `{record}`")));
-                }
+                && !records.iter().any(|r| &r.name == record)
+            {
+                return Err(source.error(f.span().start, format!("finding[{i}].record"), format!("no record named `{record}`")));
+            }
             findings.push(Finding {
                 gate,
                 arch: raw_finding.arch.clone(),
@@ -409,7 +450,8 @@ fn parse_limits(source: &Source, arch: &str, table: &Spanned<toml::Table>) -> Re
     for (name, value) in table.get_ref() {
         match name.as_str() {
             "compiler" => {
-                limits.compiler = Some(value.as_str().ok_or_else(|| source.error(at, format!("{key}.compiler"), "must be a string"))?.to_string())
+                limits.compiler =
+                    Some(value.as_str().ok_or_else(|| source.error(at, format!("{key}.compiler"), "must be a string"))?.to_string())
             }
             "budget" => {
                 let budget = value.as_table().ok_or_else(|| source.error(at, format!("{key}.budget"), "must be a table of figures"))?;
@@ -456,7 +498,11 @@ fn tolerances(
         RawTolerance::PerOutput(per) => {
             for (output, text) in per {
                 if !outputs.contains(&output.as_str()) {
-                    return Err(source.error(at, format!("{key}.{output}"), format!("`{output}` is not an output (outputs: {})", outputs.join(", "))));
+                    return Err(source.error(
+                        at,
+                        format!("{key}.{output}"),
+                        format!("`{output}` is not an output (outputs: {})", outputs.join(", ")),
+                    ));
                 }
                 map.insert(output.clone(), parse(text, &format!("{key}.{output}"))?);
             }
@@ -535,8 +581,12 @@ impl Control {
     }
 
     pub fn load(path: &Path, display: &str, repository: &Path) -> Result<Control, ContractError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ContractError { file: display.to_string(), line: 0, key: "(file)".into(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ContractError {
+            file: display.to_string(),
+            line: 0,
+            key: "(file)".into(),
+            message: e.to_string(),
+        })?;
         Control::parse(display, &text, path.parent().unwrap_or(Path::new(".")), repository)
     }
 }

@@ -162,7 +162,10 @@ mod tests {
         assert_eq!(f.message, "1 of 2 elements unwritten (equal to the poison on all 3 launches), first [1]");
         let differing = vec![f32_bytes(&[1.0, 2.0]), f32_bytes(&[1.0, 2.5]), f32_bytes(&[1.0, 2.0])];
         let f = repeat(DType::F32, &[2], &differing, &poisons).unwrap();
-        assert_eq!(f.message, "1 of 2 elements differ between launches, first [1]: launch 1 gave 2.000 (0x40000000), launch 2 gave 2.500 (0x40200000)");
+        assert_eq!(
+            f.message,
+            "1 of 2 elements differ between launches, first [1]: launch 1 gave 2.000 (0x40000000), launch 2 gave 2.500 (0x40200000)"
+        );
         assert!(repeat(DType::F32, &[2], &vec![f32_bytes(&[1.0, 2.0]); 3], &poisons).is_none());
     }
 

@@ -147,10 +147,19 @@ impl InputSpec {
 /// The base of an input: where its values come from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Generator {
-    Normal { mean: f64, std: f64 },
-    Uniform { low: f64, high: f64 },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
+    Uniform {
+        low: f64,
+        high: f64,
+    },
     /// Integers in [low, high), bounds as shape expressions (`int(0, vocab)`).
-    Int { low: Expr, high: Expr },
+    Int {
+        low: Expr,
+        high: Expr,
+    },
     Constant(f64),
 }
 
@@ -164,7 +173,8 @@ impl Generator {
         }
         let name = text[..open].trim();
         let args: Vec<&str> = text[open + 1..text.len() - 1].split(',').map(str::trim).collect();
-        let number = |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| format!("`{s}` in `{text}` is not a finite number"));
+        let number =
+            |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| format!("`{s}` in `{text}` is not a finite number"));
         let want = |n: usize| {
             if args.len() == n && args.iter().all(|a| !a.is_empty()) {
                 Ok(())

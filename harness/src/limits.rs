@@ -79,7 +79,8 @@ impl LimitsReport {
             .filter_map(|name| self.figures.get(*name).map(|v| figure_text(name, *v)))
             .collect();
         let spills = self.figures.get("spills").map(|v| format!(", {}", figure_text("spills", *v))).unwrap_or_default();
-        let verdict = if self.problems.is_empty() { "as recorded".to_string() } else { format!("limit problem: {}", self.problems.join("; ")) };
+        let verdict =
+            if self.problems.is_empty() { "as recorded".to_string() } else { format!("limit problem: {}", self.problems.join("; ")) };
         format!("{} limits {}{spills}, {verdict}", self.source, shown.join(", "))
     }
 }
@@ -100,7 +101,9 @@ pub fn check(arch: &str, source: &str, usage: &ResourceUsage, limits: Option<&Li
     };
     for (name, budget) in &limits.budget {
         match figures.get(name) {
-            Some(v) if v > budget => report.over_budget.push(format!("{} over the budget of {}", figure_text(name, *v), format::count(*budget as usize))),
+            Some(v) if v > budget => {
+                report.over_budget.push(format!("{} over the budget of {}", figure_text(name, *v), format::count(*budget as usize)))
+            }
             Some(_) => {}
             None => report.problems.push(format!("the budget names {name}, which {source} figures do not give")),
         }
@@ -141,7 +144,12 @@ mod tests {
         let r = check("gfx1201", "static", &u, Some(&limits(&[("vgprs", 13), ("lds", 0)], &[("vgprs", 64), ("spills", 0)])));
         assert_eq!(r.over_budget, vec!["3 spills over the budget of 0", "70 VGPRs over the budget of 64"]);
         assert_eq!(r.problems, vec!["vgprs recorded 13 (clang version 19.1.7), static 70 (clang version 22.1.8)"]);
-        let ok = check("gfx1201", "static", &usage(&[("threads", 256), ("vgprs", 13), ("lds", 0)]), Some(&limits(&[("vgprs", 13)], &[("vgprs", 64)])));
+        let ok = check(
+            "gfx1201",
+            "static",
+            &usage(&[("threads", 256), ("vgprs", 13), ("lds", 0)]),
+            Some(&limits(&[("vgprs", 13)], &[("vgprs", 64)])),
+        );
         assert!(ok.over_budget.is_empty() && ok.problems.is_empty());
         assert_eq!(ok.summary("gfx1201"), "static limits 256 threads, 13 VGPRs, 0 LDS, as recorded");
         let none = check("sm_90", "live", &usage(&[("registers", 20)]), None);

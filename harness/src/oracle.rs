@@ -362,7 +362,8 @@ mod tests {
 
     #[test]
     fn gather_rows_picks_rows_by_id() {
-        let out = run("gather_rows", &[("n", 2), ("k", 2), ("vocab", 3)], &[("table", vec![1., 2., 3., 4., 5., 6.]), ("ids", vec![2., 0.])]);
+        let out =
+            run("gather_rows", &[("n", 2), ("k", 2), ("vocab", 3)], &[("table", vec![1., 2., 3., 4., 5., 6.]), ("ids", vec![2., 0.])]);
         assert_eq!(out["out"], vec![5., 6., 1., 2.]);
     }
 
@@ -447,7 +448,13 @@ mod tests {
         let out = run(
             "kv_append",
             &[("n", 2), ("pages", 1), ("page_size", 2), ("d", 1)],
-            &[("k_new", vec![5., 6.]), ("v_new", vec![5., 6.]), ("slots", vec![1., 1.]), ("k_cache_in", vec![0., 0.]), ("v_cache_in", vec![0., 0.])],
+            &[
+                ("k_new", vec![5., 6.]),
+                ("v_new", vec![5., 6.]),
+                ("slots", vec![1., 1.]),
+                ("k_cache_in", vec![0., 0.]),
+                ("v_cache_in", vec![0., 0.]),
+            ],
         );
         assert_eq!(out["k_cache"], vec![0., 6.]);
     }
@@ -497,7 +504,12 @@ mod tests {
         let out = run(
             "affine_dequant_rows",
             &[("n", 2), ("k", 64), ("vocab", 2), ("bits", 6), ("group", 32)],
-            &[("table", [zeros, ones].concat()), ("scales", vec![1., 1., 2., 3.]), ("biases", vec![0.25, 0.5, 1., -1.]), ("ids", vec![1., 0.])],
+            &[
+                ("table", [zeros, ones].concat()),
+                ("scales", vec![1., 1., 2., 3.]),
+                ("biases", vec![0.25, 0.5, 1., -1.]),
+                ("ids", vec![1., 0.]),
+            ],
         );
         assert_eq!(&out["out"][..32], &[127.0; 32]);
         assert_eq!(&out["out"][32..64], &[188.0; 32]);
@@ -508,11 +520,8 @@ mod tests {
     #[test]
     fn gemm_xwt_multiplies_by_the_transpose() {
         // x = [[1, 2, 3], [4, 5, 6]], w = [[1, 0, -1], [2, 1, 0]]: y = x . w^T
-        let out = run(
-            "gemm_xwt",
-            &[("m", 2), ("n", 2), ("k", 3)],
-            &[("x", vec![1., 2., 3., 4., 5., 6.]), ("w", vec![1., 0., -1., 2., 1., 0.])],
-        );
+        let out =
+            run("gemm_xwt", &[("m", 2), ("n", 2), ("k", 3)], &[("x", vec![1., 2., 3., 4., 5., 6.]), ("w", vec![1., 0., -1., 2., 1., 0.])]);
         assert_eq!(out["y"], vec![-2., 4., -2., 13.]);
     }
 

@@ -40,7 +40,11 @@ pub fn write_recorded(run: &RunReport, contracts_dir: &Path) -> Result<Vec<Strin
             Item::Table(t)
         });
         let limits = limits.as_table_mut().ok_or_else(|| format!("{file}: `limits` is not a table"))?;
-        let table = limits.entry(&run.arch).or_insert(Item::Table(Table::new())).as_table_mut().ok_or_else(|| format!("{file}: `limits.{}` is not a table", run.arch))?;
+        let table = limits
+            .entry(&run.arch)
+            .or_insert(Item::Table(Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| format!("{file}: `limits.{}` is not a table", run.arch))?;
         table.insert("compiler", value(compiler));
         for (figure, v) in figures.iter().filter(|(k, _)| k.as_str() != "spills") {
             table.insert(figure, value(*v as i64));

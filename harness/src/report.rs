@@ -73,7 +73,9 @@ pub fn record_line(r: &RecordResult) -> String {
             }
             _ => match &r.error {
                 Some(e) => format!("{title} MISSED: planted to go red at {}, but no gate ran: {}", control.gate, first_line(e)),
-                None if others.is_empty() => format!("{title} MISSED: green at {} where it was planted to go red, and green at every gate", control.gate),
+                None if others.is_empty() => {
+                    format!("{title} MISSED: green at {} where it was planted to go red, and green at every gate", control.gate)
+                }
                 None => format!("{title} MISSED: green at {} where it was planted to go red{also}", control.gate),
             },
         };
@@ -94,7 +96,9 @@ pub fn record_line(r: &RecordResult) -> String {
     }
     match r.outcome {
         Outcome::Pass => format!("{title} pass {}; {summary}", gate_list(&r.gates_run)),
-        Outcome::KnownFinding => format!("{title} pass {} with known finding at {}; {summary}", gate_list(&r.gates_run), r.findings.join("; ")),
+        Outcome::KnownFinding => {
+            format!("{title} pass {} with known finding at {}; {summary}", gate_list(&r.gates_run), r.findings.join("; "))
+        }
         Outcome::Error => format!("{title} ERROR: {}", first_line(r.error.as_deref().unwrap_or(""))),
         _ => {
             let mut parts: Vec<String> = Vec::new();
@@ -158,8 +162,12 @@ impl Summary {
             red_as_planted: count(&report.controls, Outcome::RedAsPlanted),
             missed: count(&report.controls, Outcome::Missed),
             limit_problems: {
-                let mut kernels: Vec<&str> =
-                    report.records.iter().filter(|r| r.limits.as_ref().is_some_and(|l| !l.problems.is_empty())).map(|r| r.op.as_str()).collect();
+                let mut kernels: Vec<&str> = report
+                    .records
+                    .iter()
+                    .filter(|r| r.limits.as_ref().is_some_and(|l| !l.problems.is_empty()))
+                    .map(|r| r.op.as_str())
+                    .collect();
                 kernels.dedup();
                 kernels.len()
             },
@@ -169,7 +177,8 @@ impl Summary {
     }
 
     pub fn line(&self) -> String {
-        let gates = if self.static_only { "gate 4 (static; gates 1-3 not run: no device)".to_string() } else { format!("gates 1-{}", self.gates) };
+        let gates =
+            if self.static_only { "gate 4 (static; gates 1-3 not run: no device)".to_string() } else { format!("gates 1-{}", self.gates) };
         format!(
             "SUMMARY {} {} kernels: {} pass {gates}, {} fail, {} known findings; {} controls: {} red as planted, {} missed; {} limit problems",
             self.arch,
@@ -312,7 +321,8 @@ mod tests {
         known.failures = vec![shapes_failure(vec![2])];
         known.findings = vec!["shapes: the table is read through a texture path that flushes subnormals".into()];
         let mut stale = record("fp32 table, f16 out", Outcome::Fail, "exact");
-        stale.stale_findings = vec!["the known finding at shapes (contracts/tf_embed_dense.toml:40) is stale: the gate passes now; remove it".into()];
+        stale.stale_findings =
+            vec!["the known finding at shapes (contracts/tf_embed_dense.toml:40) is stale: the gate passes now; remove it".into()];
         let mut red = record("fp32 table, f32 out", Outcome::RedAsPlanted, "exact");
         red.control = Some(control("gathers the next row", Gate::Shapes));
         red.failures = vec![shapes_failure(vec![2])];
@@ -329,7 +339,8 @@ mod tests {
         nonfinite.gate = Gate::Nonfinite;
         missed_elsewhere.failures = vec![nonfinite];
         let mut missed_error = missed.clone();
-        missed_error.error = Some("compiling controls/x.hip with g++ 12.2.0 (compile) failed:\nx.hip:3: error: 'undefined_name' was not declared".into());
+        missed_error.error =
+            Some("compiling controls/x.hip with g++ 12.2.0 (compile) failed:\nx.hip:3: error: 'undefined_name' was not declared".into());
         let lines: Vec<String> = [pass, ulp, fail, two_gates, error, known, stale, red, red_also, missed, missed_elsewhere, missed_error]
             .iter()
             .flat_map(|r| std::iter::once(record_line(r)).chain(detail_lines(r)))

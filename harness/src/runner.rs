@@ -140,10 +140,17 @@ impl RecordResult {
 }
 
 pub enum Event<'a> {
-    Started { arch: &'a str, backend: &'a str, toolchain: &'a str },
+    Started {
+        arch: &'a str,
+        backend: &'a str,
+        toolchain: &'a str,
+    },
     ContractError(&'a ContractError),
     /// Controls whose gate does not run on this architecture.
-    NotApplicable { arch: &'a str, controls: &'a [String] },
+    NotApplicable {
+        arch: &'a str,
+        controls: &'a [String],
+    },
     Record(&'a RecordResult),
     Control(&'a RecordResult),
 }
@@ -225,7 +232,12 @@ pub fn run(backend: &dyn Backend, settings: &Settings, on_event: &mut dyn FnMut(
 /// A run whose every case is also launched once on `reference` (the host backend) with the
 /// same inputs, so each record's JSON carries the largest ulp distance between the two
 /// backends' outputs.
-pub fn run_compared(backend: &dyn Backend, reference: Option<&dyn Backend>, settings: &Settings, on_event: &mut dyn FnMut(&Event)) -> RunReport {
+pub fn run_compared(
+    backend: &dyn Backend,
+    reference: Option<&dyn Backend>,
+    settings: &Settings,
+    on_event: &mut dyn FnMut(&Event),
+) -> RunReport {
     let started = Instant::now();
     let arch = backend.arch();
     let toolchain = backend.toolchain();
@@ -335,15 +347,24 @@ fn load(
                 if !settings.only.is_empty() && !settings.only.contains(&c.contract) {
                     return Ok(None);
                 }
-                let contract = contracts.iter().find(|k| k.op.name == c.contract).ok_or_else(|| {
-                    source.error(0, "contract", format!("no loaded contract for op `{}`", c.contract))
-                })?;
+                let contract = contracts
+                    .iter()
+                    .find(|k| k.op.name == c.contract)
+                    .ok_or_else(|| source.error(0, "contract", format!("no loaded contract for op `{}`", c.contract)))?;
                 if contract.op.source.is_none() {
-                    return Err(source.error(0, "contract", format!("op `{}` is served by a library, not a kernel: a control needs a kernel", c.contract)));
+                    return Err(source.error(
+                        0,
+                        "contract",
+                        format!("op `{}` is served by a library, not a kernel: a control needs a kernel", c.contract),
+                    ));
                 }
                 if contract.record(&c.record).is_none() {
                     let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
-                    return Err(source.error(0, "record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; "))));
+                    return Err(source.error(
+                        0,
+                        "record",
+                        format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")),
+                    ));
                 }
                 if !gates_run.contains(&c.gate) || c.arch.as_ref().is_some_and(|a| a != arch) {
                     not_applicable.push(format!("{} ({})", c.file, c.gate));
@@ -467,7 +488,9 @@ fn run_record(
                         result.cases.push(case_report);
                         for (gate, tensor, failure) in failures {
                             match result.failures.iter_mut().find(|f| f.gate == gate) {
-                                Some(existing) if existing.case_index == index => existing.also.push(format!("{tensor}: {}", failure.message)),
+                                Some(existing) if existing.case_index == index => {
+                                    existing.also.push(format!("{tensor}: {}", failure.message))
+                                }
                                 Some(existing) => {
                                     if !existing.failing_cases.contains(&index) {
                                         existing.failing_cases.push(index)
@@ -503,8 +526,8 @@ fn run_record(
         }
         result.cross_backend_max_ulp = Some(worst);
     }
-    if gates_run.contains(&Gate::Limits) && result.error.is_none() {
-        if let (Ok(Some(module)), Some(symbol)) = (module, contract.op.symbol) {
+    if gates_run.contains(&Gate::Limits) && result.error.is_none()
+        && let (Ok(Some(module)), Some(symbol)) = (module, contract.op.symbol) {
             match module.resource_usage(symbol) {
                 Some(Ok(mut usage)) => {
                     if let Some(threads) = result.cases.first().map(|c| c.block_threads) {
@@ -519,7 +542,6 @@ fn run_record(
                 None => {}
             }
         }
-    }
     result.failures.sort_by_key(|f| f.gate);
     result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run);
     result.seconds = started.elapsed().as_secs_f64();
@@ -530,8 +552,7 @@ fn run_record(
 /// ulp distance of each output from `primary`'s.
 fn compare_on(
     reference: &dyn Backend,
-    modules: &Built,
-    module_path: &Path,
+    context: &RunContext,
     contract: &Contract,
     record: &Record,
     case: &Case,
@@ -540,8 +561,12 @@ fn compare_on(
 ) -> Result<BTreeMap<String, u64>, String> {
     let op = contract.op;
     let module = match op.source {
-        Some(_) => Some(
-            modules.get(module_path).ok_or("the reference backend has no module for the op")?.clone()?,
+        Some(source) => Some(
+            context
+                .reference_modules
+                .get(&context.settings.kernels_dir.join(source))
+                .ok_or("the reference backend has no module for the op")?
+                .clone()?,
         ),
         None => None,
     };
@@ -623,10 +648,9 @@ fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Contr
     }
     for f in &applicable {
         if !result.failed(f.gate) {
-            result.stale_findings.push(format!(
-                "the known finding at {} ({}:{}) is stale: the gate passes now; remove it",
-                f.gate, contract.file, f.line
-            ));
+            result
+                .stale_findings
+                .push(format!("the known finding at {} ({}:{}) is stale: the gate passes now; remove it", f.gate, contract.file, f.line));
         }
     }
     if uncovered || !result.stale_findings.is_empty() {
@@ -666,7 +690,9 @@ fn run_case(
             let bytes = match inputs.0.get(&key) {
                 Some(bytes) => bytes.as_ref().clone(),
                 None => {
-                    let bytes = contract.inputs[spec.name].generate(dtype, shape, seed, &case.symbols).map_err(|e| format!("inputs.{}: {e}", spec.name))?;
+                    let bytes = contract.inputs[spec.name]
+                        .generate(dtype, shape, seed, &case.symbols)
+                        .map_err(|e| format!("inputs.{}: {e}", spec.name))?;
                     inputs.0.insert(key, Arc::new(bytes.clone()));
                     bytes
                 }
@@ -732,7 +758,7 @@ fn run_case(
 
     if let Some(reference) = context.reference {
         let first: BTreeMap<&str, &[u8]> = outputs.iter().map(|n| (*n, launches[n][0].as_slice())).collect();
-        report.cross_backend = Some(compare_on(reference, context.reference_modules, &settings.kernels_dir.join(op.source.unwrap_or("")), contract, record, case, &input_bytes, &first));
+        report.cross_backend = Some(compare_on(reference, context, contract, record, case, &input_bytes, &first));
     }
     let mut failures: CaseFailures = Vec::new();
     for name in &outputs {
@@ -759,33 +785,54 @@ fn run_case(
             let elements = tensor.elements() as i64;
             let place = if damage.first_element >= elements {
                 let past = damage.first_element - elements + 1;
-                format!("{} ({} past the end)", format::coordinates_text(&tensor.shape, damage.first_element as usize), format::plural(past as usize, "element"))
+                format!(
+                    "{} ({} past the end)",
+                    format::coordinates_text(&tensor.shape, damage.first_element as usize),
+                    format::plural(past as usize, "element")
+                )
             } else {
                 format::plural(-damage.first_element as usize, "element") + " before the start"
             };
             let message = format!("guard band written: {} outside the tensor, nearest {place}", format::plural(damage.elements, "element"));
-            failures.push((Gate::Shapes, spec.name.to_string(), Failure { count: damage.elements, total: tensor.elements(), first: None, message }));
+            failures.push((
+                Gate::Shapes,
+                spec.name.to_string(),
+                Failure { count: damage.elements, total: tensor.elements(), first: None, message },
+            ));
         }
         if spec.role == Role::Input {
             let now = tensor.read().map_err(text)?;
             let before = &input_bytes[spec.name];
             let size = tensor.dtype.size();
-            let changed: Vec<usize> = (0..tensor.elements()).filter(|i| now[i * size..(i + 1) * size] != before[i * size..(i + 1) * size]).collect();
+            let changed: Vec<usize> =
+                (0..tensor.elements()).filter(|i| now[i * size..(i + 1) * size] != before[i * size..(i + 1) * size]).collect();
             if let Some(&first) = changed.first() {
                 let message = format!(
                     "input changed: {} of {} elements, first {}: was {} now {}",
                     format::count(changed.len()),
                     format::count(tensor.elements()),
                     format::coordinates_text(&tensor.shape, first),
-                    format::value_and_bits(tensor.dtype, tensor.dtype.decode(&before[first * size..]), tensor.dtype.bits(&before[first * size..])),
-                    format::value_and_bits(tensor.dtype, tensor.dtype.decode(&now[first * size..]), tensor.dtype.bits(&now[first * size..]))
+                    format::value_and_bits(
+                        tensor.dtype,
+                        tensor.dtype.decode(&before[first * size..]),
+                        tensor.dtype.bits(&before[first * size..])
+                    ),
+                    format::value_and_bits(
+                        tensor.dtype,
+                        tensor.dtype.decode(&now[first * size..]),
+                        tensor.dtype.bits(&now[first * size..])
+                    )
                 );
-                failures.push((Gate::Shapes, spec.name.to_string(), Failure {
-                    count: changed.len(),
-                    total: tensor.elements(),
-                    first: Some(format::coordinates(&tensor.shape, first)),
-                    message,
-                }));
+                failures.push((
+                    Gate::Shapes,
+                    spec.name.to_string(),
+                    Failure {
+                        count: changed.len(),
+                        total: tensor.elements(),
+                        first: Some(format::coordinates(&tensor.shape, first)),
+                        message,
+                    },
+                ));
             }
         }
     }
@@ -950,7 +997,12 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 op: contract.op.name.to_string(),
                 record: record.name.clone(),
                 contract_file: contract.file.clone(),
-                control: control.map(|c| ControlInfo { file: c.file.clone(), bug: c.bug.clone(), gate: c.gate, source: c.source_display.clone() }),
+                control: control.map(|c| ControlInfo {
+                    file: c.file.clone(),
+                    bug: c.bug.clone(),
+                    gate: c.gate,
+                    source: c.source_display.clone(),
+                }),
                 outcome: Outcome::Pass,
                 gates_run: gates_run.clone(),
                 failures: Vec::new(),

@@ -20,11 +20,7 @@ impl Tolerance {
             return Ok(Tolerance::Exact);
         }
         if let Some(inner) = t.strip_prefix("ulp(").and_then(|r| r.strip_suffix(')')) {
-            return inner
-                .trim()
-                .parse::<u64>()
-                .map(Tolerance::Ulp)
-                .map_err(|_| format!("`{t}`: ulp takes a whole number of units"));
+            return inner.trim().parse::<u64>().map(Tolerance::Ulp).map_err(|_| format!("`{t}`: ulp takes a whole number of units"));
         }
         if t.starts_with("rtol") || t.starts_with("atol") {
             let (mut rtol, mut atol) = (0.0, 0.0);

@@ -59,7 +59,9 @@ fn the_main_job_passes_every_record_and_every_control_goes_red_as_planted() {
     assert_eq!((pass, fail, known, red, missed, limits), (kernels, 0, 0, controls, 0, 0), "{last}");
     assert_eq!(
         last,
-        &format!("SUMMARY host-x86_64 {kernels} kernels: {kernels} pass gates 1-3, 0 fail, 0 known findings; {controls} controls: {controls} red as planted, 0 missed; 0 limit problems")
+        &format!(
+            "SUMMARY host-x86_64 {kernels} kernels: {kernels} pass gates 1-3, 0 fail, 0 known findings; {controls} controls: {controls} red as planted, 0 missed; 0 limit problems"
+        )
     );
     let record_lines: Vec<&String> = lines.iter().filter(|l| l.contains(" pass nonfinite, repeat and shapes; ")).collect();
     let control_lines: Vec<&String> = lines.iter().filter(|l| l.contains(" as planted: ")).collect();
@@ -79,8 +81,11 @@ fn the_main_job_passes_every_record_and_every_control_goes_red_as_planted() {
 #[test]
 fn each_control_swapped_in_for_its_kernel_fails_the_run_at_its_gate() {
     let controls_dir = root().join("controls");
-    let mut files: Vec<PathBuf> =
-        std::fs::read_dir(&controls_dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&controls_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
     files.sort();
     assert!(files.len() >= 6);
     for file in files {
@@ -125,10 +130,13 @@ fn malformed_contracts_are_named_by_file_line_and_key_and_the_rest_still_run() {
         assert_ne!(text, &good, "{name}: the replacement did not apply");
         std::fs::write(dir.path().join(name), text).unwrap();
     }
-    let (code, lines, stderr) = contracts(&["--contracts", dir.path().to_str().unwrap(), "--no-controls", "--report", dir.path().join("r.json").to_str().unwrap()]);
+    let (code, lines, stderr) =
+        contracts(&["--contracts", dir.path().to_str().unwrap(), "--no-controls", "--report", dir.path().join("r.json").to_str().unwrap()]);
     let output = format!("{}\n{stderr}", lines.join("\n"));
     assert_eq!(code, 2, "{output}");
-    let error_for = |file: &str| lines.iter().find(|l| l.contains(file) && l.contains(": error: ")).unwrap_or_else(|| panic!("{file}: {output}")).clone();
+    let error_for = |file: &str| {
+        lines.iter().find(|l| l.contains(file) && l.contains(": error: ")).unwrap_or_else(|| panic!("{file}: {output}")).clone()
+    };
     assert!(error_for("unknown_key.toml").contains("unknown_key.toml:2: error: `colour`"), "{output}");
     assert!(error_for("unknown_dtype.toml").contains("`record[0].dtypes.scores`: unknown dtype `fp8`"), "{output}");
     let undefined = error_for("undefined_symbol.toml");
@@ -155,7 +163,8 @@ fn bad_flags_and_absent_backends_exit_2_and_auto_says_it_fell_back() {
 #[test]
 fn the_readme_lists_every_op_under_contract_as_generated_from_contracts() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let begin = readme.find(harness::ops_table::BEGIN).expect("README has the ops table's begin marker") + harness::ops_table::BEGIN.len() + 1;
+    let begin =
+        readme.find(harness::ops_table::BEGIN).expect("README has the ops table's begin marker") + harness::ops_table::BEGIN.len() + 1;
     let end = readme.find(harness::ops_table::END).expect("README has the ops table's end marker");
     let want = harness::ops_table::generate(&root().join("contracts")).unwrap();
     assert_eq!(&readme[begin..end], want, "README's ops table is stale: regenerate it with `cargo run --bin contracts -- --ops-table`");
@@ -166,7 +175,8 @@ fn the_readme_lists_every_op_under_contract_as_generated_from_contracts() {
 /// limits control red at limits, and the SUMMARY never claiming gates 1-3.
 fn static_limits_hold(arch: &str, controls_at_least: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let (code, lines, stderr) = contracts(&["--arch", arch, "--static", "--strict-limits", "--report", dir.path().join("r.json").to_str().unwrap()]);
+    let (code, lines, stderr) =
+        contracts(&["--arch", arch, "--static", "--strict-limits", "--report", dir.path().join("r.json").to_str().unwrap()]);
     let output = format!("{}\n{stderr}", lines.join("\n"));
     assert_eq!(code, 0, "{output}");
     let last = lines.last().unwrap();

@@ -151,8 +151,7 @@ pub fn resource_usage(code_object: &[u8], file: &str, kernel: &str) -> Result<Re
 /// Reads and decodes the metadata note of a code object.
 pub fn read_metadata(code_object: &[u8], file: &str) -> Result<CodeObjectMetadata, MetadataError> {
     let descriptor = metadata_note(code_object, file)?;
-    let value = msgpack::decode(&descriptor)
-        .map_err(|e| MetadataError::Msgpack { file: file.to_string(), error: e.to_string() })?;
+    let value = msgpack::decode(&descriptor).map_err(|e| MetadataError::Msgpack { file: file.to_string(), error: e.to_string() })?;
     decode_metadata(&value, file)
 }
 
@@ -226,9 +225,8 @@ pub fn decode_metadata(value: &Value, file: &str) -> Result<CodeObjectMetadata, 
             .collect::<Result<_, _>>()?,
     };
     let kernels_value = fields.get(value, "amdhsa.kernels")?;
-    let kernel_values = kernels_value
-        .as_array()
-        .ok_or_else(|| fields.bad("amdhsa.kernels", format!("is a {}, not an array", kernels_value.kind())))?;
+    let kernel_values =
+        kernels_value.as_array().ok_or_else(|| fields.bad("amdhsa.kernels", format!("is a {}, not an array", kernels_value.kind())))?;
 
     let mut kernels = Vec::with_capacity(kernel_values.len());
     for (index, kernel) in kernel_values.iter().enumerate() {
@@ -267,12 +265,7 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn bad(&self, key: &str, reason: impl Into<String>) -> MetadataError {
-        MetadataError::BadValue {
-            file: self.file.to_string(),
-            key: key.to_string(),
-            context: self.context.clone(),
-            reason: reason.into(),
-        }
+        MetadataError::BadValue { file: self.file.to_string(), key: key.to_string(), context: self.context.clone(), reason: reason.into() }
     }
 
     fn get<'v>(&self, map: &'v Value, key: &str) -> Result<&'v Value, MetadataError> {

@@ -33,7 +33,11 @@ impl crate::backend::StaticCompiler for Gfx1201Static {
         self.clang.identity.clone()
     }
 
-    fn resource_usage(&self, source: &crate::backend::KernelSource, kernel: &str) -> Result<crate::backend::ResourceUsage, crate::EngineError> {
+    fn resource_usage(
+        &self,
+        source: &crate::backend::KernelSource,
+        kernel: &str,
+    ) -> Result<crate::backend::ResourceUsage, crate::EngineError> {
         let code_object = self.clang.build(source, &self.arch, &self.prelude, &self.cache_dir)?;
         let usage = code_object.resource_usage(kernel).map_err(crate::EngineError::from)?;
         let figures = [

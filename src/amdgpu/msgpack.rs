@@ -281,9 +281,7 @@ mod tests {
     #[test]
     fn decodes_the_metadata_subset() {
         // {"a": [1, -1, 300, true, "x"], "b": nil}
-        let bytes = [
-            0x82, 0xa1, b'a', 0x95, 0x01, 0xff, 0xcd, 0x01, 0x2c, 0xc3, 0xa1, b'x', 0xa1, b'b', 0xc0,
-        ];
+        let bytes = [0x82, 0xa1, b'a', 0x95, 0x01, 0xff, 0xcd, 0x01, 0x2c, 0xc3, 0xa1, b'x', 0xa1, b'b', 0xc0];
         let value = decode(&bytes).unwrap();
         let a = value.get("a").unwrap().as_array().unwrap();
         assert_eq!(a, &[Value::Int(1), Value::Int(-1), Value::Int(300), Value::Bool(true), Value::Str("x".into())]);
@@ -302,10 +300,7 @@ mod tests {
         bytes.extend_from_slice(&1.5f64.to_be_bytes());
         bytes.extend_from_slice(&[0xd0, 0x80]);
         let value = decode(&bytes).unwrap();
-        assert_eq!(
-            value,
-            Value::Array(vec![Value::UInt(u64::MAX), Value::Int(-5), Value::F64(1.5), Value::Int(-128)])
-        );
+        assert_eq!(value, Value::Array(vec![Value::UInt(u64::MAX), Value::Int(-5), Value::F64(1.5), Value::Int(-128)]));
     }
 
     #[test]
@@ -341,9 +336,7 @@ mod tests {
 
     #[test]
     fn every_prefix_and_every_byte_flip_of_a_value_is_handled() {
-        let bytes = [
-            0x82, 0xa1, b'a', 0x95, 0x01, 0xff, 0xcd, 0x01, 0x2c, 0xc3, 0xa1, b'x', 0xa1, b'b', 0xc0,
-        ];
+        let bytes = [0x82, 0xa1, b'a', 0x95, 0x01, 0xff, 0xcd, 0x01, 0x2c, 0xc3, 0xa1, b'x', 0xa1, b'b', 0xc0];
         for end in 0..bytes.len() {
             assert!(decode(&bytes[..end]).is_err());
         }

@@ -93,7 +93,8 @@ impl HipClang {
 
     /// This program, if `--version` runs and names clang.
     pub fn with_program(program: &str) -> Result<HipClang, EngineError> {
-        let not_clang = |reason: String| EngineError::NoDeviceCompiler { target: "amdgcn (HIP)".into(), tried: format!("{program} ({reason})") };
+        let not_clang =
+            |reason: String| EngineError::NoDeviceCompiler { target: "amdgcn (HIP)".into(), tried: format!("{program} ({reason})") };
         let out = Command::new(program).arg("--version").output().map_err(|e| not_clang(e.to_string()))?;
         let text = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() || !text.contains("clang") {
@@ -245,7 +246,8 @@ pub fn extern_c_kernels(text: &str) -> Vec<String> {
         }
         if let Some(paren) = head.find('(') {
             let before = head[..paren].trim_end();
-            let name: String = before.chars().rev().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<Vec<_>>().into_iter().rev().collect();
+            let name: String =
+                before.chars().rev().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<Vec<_>>().into_iter().rev().collect();
             if !name.is_empty() && !kernels.contains(&name) {
                 kernels.push(name);
             }

@@ -20,9 +20,8 @@ fn prelude() -> PathBuf {
 }
 
 fn clang() -> HipClang {
-    HipClang::discover().unwrap_or_else(|e| {
-        panic!("{e}\nthe gfx1201 tests need clang with the AMDGPU target: apt-get install -y clang-22 lld-22 llvm-22")
-    })
+    HipClang::discover()
+        .unwrap_or_else(|e| panic!("{e}\nthe gfx1201 tests need clang with the AMDGPU target: apt-get install -y clang-22 lld-22 llvm-22"))
 }
 
 /// `.hip` files of a folder of the repository, sorted.

@@ -143,7 +143,11 @@ fn launch_apply_values(op: &OpCall) -> Result<LaunchReport, EngineError> {
         return Err(op.error(format!("tile = {tile}")));
     }
     let tiles = (keys + tile - 1) / tile;
-    let dims = LaunchDims { grid: [grid(op, "tiles", tiles)?, grid(op, "rows", op.symbol("rows")?)?, 1], block: [THREADS, 1, 1], dynamic_shared: 0 };
+    let dims = LaunchDims {
+        grid: [grid(op, "tiles", tiles)?, grid(op, "rows", op.symbol("rows")?)?, 1],
+        block: [THREADS, 1, 1],
+        dynamic_shared: 0,
+    };
     op.launch(
         dims,
         &[

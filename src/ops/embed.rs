@@ -27,6 +27,14 @@ fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {
     let dims = LaunchDims { grid: [blocks_for(op, elements, THREADS)?, 1, 1], block: [THREADS, 1, 1], dynamic_shared: 0 };
     op.launch(
         dims,
-        &[op.pointer("table")?, op.dtype_code("table")?, op.pointer("ids")?, op.int("n")?, op.int("k")?, op.pointer("out")?, op.dtype_code("out")?],
+        &[
+            op.pointer("table")?,
+            op.dtype_code("table")?,
+            op.pointer("ids")?,
+            op.int("n")?,
+            op.int("k")?,
+            op.pointer("out")?,
+            op.dtype_code("out")?,
+        ],
     )
 }

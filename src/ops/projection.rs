@@ -28,7 +28,9 @@ fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {
     };
     let (m, n, k) = (dim("m")?, dim("n")?, dim("k")?);
     let (x, w, y) = (op.tensor("x")?, op.tensor("w")?, op.tensor("y")?);
-    for (name, tensor, want, dtypes) in [("x", x, [m, k], &[DType::Bf16][..]), ("w", w, [n, k], &[DType::Bf16]), ("y", y, [m, n], &[DType::F32, DType::Bf16])] {
+    for (name, tensor, want, dtypes) in
+        [("x", x, [m, k], &[DType::Bf16][..]), ("w", w, [n, k], &[DType::Bf16]), ("y", y, [m, n], &[DType::F32, DType::Bf16])]
+    {
         if tensor.shape != want || !dtypes.contains(&tensor.dtype) {
             return Err(op.error(format!("`{name}` is {} {:?}, the call needs {want:?} of {dtypes:?}", tensor.dtype, tensor.shape)));
         }

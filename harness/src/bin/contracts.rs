@@ -8,8 +8,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
 use engine::amdgpu::{Gfx1201Static, HipClang};
 use engine::backend::cuda::{CudaBackend, CudaOptions, NvrtcStatic};
-use engine::backend::{Backend, StaticCompiler};
 use engine::backend::host::{HostBackend, HostOptions, worker_count};
+use engine::backend::{Backend, StaticCompiler};
 use harness::report::{self, Summary};
 use harness::runner::{self, Event, Settings};
 
@@ -98,9 +98,10 @@ enum Subcommand {
 fn find_root() -> PathBuf {
     let is_root = |p: &Path| p.join("contracts").is_dir() && p.join("kernels/host/prelude.h").is_file();
     if let Ok(cwd) = std::env::current_dir()
-        && let Some(found) = cwd.ancestors().find(|p| is_root(p)) {
-            return found.to_path_buf();
-        }
+        && let Some(found) = cwd.ancestors().find(|p| is_root(p))
+    {
+        return found.to_path_buf();
+    }
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("harness lives in the repository").to_path_buf()
 }
 
@@ -109,7 +110,12 @@ fn static_compiler(arch: &str, flags: &Flags, root: &Path) -> Result<Box<dyn Sta
     let cache_dir = flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache"));
     if arch.starts_with("gfx") {
         let clang = HipClang::discover().context("the static gfx path needs clang-22 (apt-get install clang-22 lld-22 llvm-22)")?;
-        Ok(Box::new(Gfx1201Static { clang, arch: arch.to_string(), prelude: kernels.join("hip/prelude.h"), cache_dir: cache_dir.join(arch) }))
+        Ok(Box::new(Gfx1201Static {
+            clang,
+            arch: arch.to_string(),
+            prelude: kernels.join("hip/prelude.h"),
+            cache_dir: cache_dir.join(arch),
+        }))
     } else if arch.starts_with("sm_") {
         engine::backend::cuda::nvrtc::Nvrtc::shared().context("the static sm_90 path needs NVRTC")?;
         Ok(Box::new(NvrtcStatic { arch: arch.to_string() }))
@@ -139,7 +145,9 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
                 Some(format!("backend auto: no HIP backend in this build, no CUDA device ({}); using host", runner::error_chain(&e))),
             )),
         },
-        BackendChoice::Hip => bail!("backend hip: not in this build yet (libamdhip64, hiprtc and rocBLAS come with the HIP backend); use --backend host"),
+        BackendChoice::Hip => {
+            bail!("backend hip: not in this build yet (libamdhip64, hiprtc and rocBLAS come with the HIP backend); use --backend host")
+        }
     }
 }
 
@@ -161,11 +169,10 @@ fn run(flags: &Flags) -> Result<i32> {
         print!("{}", harness::ops_table::generate(&root.join("contracts")).map_err(|e| anyhow::anyhow!(e))?);
         return Ok(0);
     }
-    if let Some(arch) = &flags.arch {
-        if !flags.static_only && !matches!(flags.command, Some(Subcommand::Record)) {
+    if let Some(arch) = &flags.arch
+        && !flags.static_only && !matches!(flags.command, Some(Subcommand::Record)) {
             bail!("--arch {arch} needs --static (or the record subcommand); a live run takes its arch from the device");
         }
-    }
     let absolute = |p: &Option<PathBuf>, default: &str| -> PathBuf {
         let p = p.clone().unwrap_or_else(|| root.join(default));
         p.canonicalize().unwrap_or(p)
@@ -187,7 +194,10 @@ fn run(flags: &Flags) -> Result<i32> {
         }
         Event::ContractError(e) => println!("{}", report::contract_error_line(e)),
         Event::NotApplicable { arch, controls } => {
-            println!("{} controls not run on {arch}: their gate does not run here, or they are for another arch (listed in the report)", controls.len())
+            println!(
+                "{} controls not run on {arch}: their gate does not run here, or they are for another arch (listed in the report)",
+                controls.len()
+            )
         }
         Event::Record(r) | Event::Control(r) => {
             println!("{}", report::record_line(r));
@@ -218,7 +228,8 @@ fn run(flags: &Flags) -> Result<i32> {
         runner::run_compared(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &mut print)
     };
     if matches!(flags.command, Some(Subcommand::Record)) {
-        let written = harness::record::write_recorded(&run, &settings.contracts_dir).map_err(|e| anyhow::anyhow!("recording figures: {e}"))?;
+        let written =
+            harness::record::write_recorded(&run, &settings.contracts_dir).map_err(|e| anyhow::anyhow!("recording figures: {e}"))?;
         for line in &written {
             println!("{line}");
         }

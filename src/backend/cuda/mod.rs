@@ -5,8 +5,8 @@
 //! that free on drop (`driver`, `nvrtc`, `cublas`). Static sm_90 figures (registers,
 //! shared and local memory) come from NVRTC's cubin without a GPU (`cubin`).
 
-pub mod cublas;
 pub mod cubin;
+pub mod cublas;
 pub mod driver;
 pub mod nvrtc;
 pub mod sys;
@@ -22,7 +22,7 @@ use crate::EngineError;
 use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule};
 use cublas::{BlasHandle, Cublas};
 use driver::{Context, DeviceMemory, Driver, LoadedModule, Stream};
-use nvrtc::{CudaCompiler, Cubin, Nvrtc};
+use nvrtc::{Cubin, CudaCompiler, Nvrtc};
 use sys::*;
 
 /// The architecture the static figures are read for when no GPU says otherwise.
@@ -277,7 +277,8 @@ impl Backend for CudaBackend {
     /// workspace (BLAS_WORKSPACE_BYTES) the engine allocates once, at the first projection.
     fn gemm_bf16(&self, request: &crate::backend::GemmBf16) -> Result<LaunchReport, EngineError> {
         let int = |v: usize, what: &str| {
-            i32::try_from(v).map_err(|_| EngineError::Op { op: "projection_bf16".into(), reason: format!("{what} = {v} does not fit cuBLAS's int") })
+            i32::try_from(v)
+                .map_err(|_| EngineError::Op { op: "projection_bf16".into(), reason: format!("{what} = {v} does not fit cuBLAS's int") })
         };
         let projection = cublas::ProjectionBf16 {
             x: request.x,
@@ -482,13 +483,19 @@ impl Module for CudaModule {
             }
             EngineError::KernelFault { kernel: kernel.to_string(), source_path: self.source.display_path.clone(), message }
         };
-        unsafe { driver.launch(k.function, dims.grid, dims.block, dims.dynamic_shared, self.stream.raw(), &mut pointers) }
-            .map_err(|e| match &e {
+        unsafe { driver.launch(k.function, dims.grid, dims.block, dims.dynamic_shared, self.stream.raw(), &mut pointers) }.map_err(
+            |e| match &e {
                 EngineError::Vendor { code, .. } if !driver::is_sticky(*code) => bad(format!("{shape}: {e}")),
                 _ => fault(e, "cuLaunchKernel"),
-            })?;
+            },
+        )?;
         self.context.synchronize().map_err(|e| fault(e, "cuCtxSynchronize after cuLaunchKernel"))?;
-        Ok(LaunchReport { blocks: dims.grid.iter().map(|&d| d as u64).product(), switches: 0, inactive_lane_reads: 0, block_threads: dims.block.iter().product() })
+        Ok(LaunchReport {
+            blocks: dims.grid.iter().map(|&d| d as u64).product(),
+            switches: 0,
+            inactive_lane_reads: 0,
+            block_threads: dims.block.iter().product(),
+        })
     }
 }
 

@@ -153,12 +153,19 @@ impl Nvrtc {
     /// Compiles one source. `headers` are in-memory headers (name, text); `name` is what
     /// `__FILE__` and diagnostics show. On failure the error carries NVRTC's log.
     pub fn compile(&self, name: &str, source: &str, headers: &[(String, String)], options: &[String]) -> Result<Compiled, EngineError> {
-        let nul = |what: &str| EngineError::Compile { path: name.to_string(), compiler: self.identity(), log: format!("{what} contains a NUL byte") };
+        let nul = |what: &str| EngineError::Compile {
+            path: name.to_string(),
+            compiler: self.identity(),
+            log: format!("{what} contains a NUL byte"),
+        };
         let source_c = CString::new(source).map_err(|_| nul("the source"))?;
         let name_c = CString::new(name).map_err(|_| nul("the source name"))?;
-        let header_texts: Vec<CString> = headers.iter().map(|(_, t)| CString::new(t.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header"))?;
-        let header_names: Vec<CString> = headers.iter().map(|(n, _)| CString::new(n.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header name"))?;
-        let options_c: Vec<CString> = options.iter().map(|o| CString::new(o.as_str())).collect::<Result<_, _>>().map_err(|_| nul("an option"))?;
+        let header_texts: Vec<CString> =
+            headers.iter().map(|(_, t)| CString::new(t.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header"))?;
+        let header_names: Vec<CString> =
+            headers.iter().map(|(n, _)| CString::new(n.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header name"))?;
+        let options_c: Vec<CString> =
+            options.iter().map(|o| CString::new(o.as_str())).collect::<Result<_, _>>().map_err(|_| nul("an option"))?;
         let text_ptrs: Vec<*const c_char> = header_texts.iter().map(|c| c.as_ptr()).collect();
         let name_ptrs: Vec<*const c_char> = header_names.iter().map(|c| c.as_ptr()).collect();
         let option_ptrs: Vec<*const c_char> = options_c.iter().map(|c| c.as_ptr()).collect();
@@ -168,7 +175,11 @@ impl Nvrtc {
         let log = program.log()?;
         if code != NVRTC_SUCCESS {
             let (error, meaning) = self.error_text(code);
-            return Err(EngineError::Compile { path: name.to_string(), compiler: self.identity(), log: format!("{error}: {meaning}\n{log}") });
+            return Err(EngineError::Compile {
+                path: name.to_string(),
+                compiler: self.identity(),
+                log: format!("{error}: {meaning}\n{log}"),
+            });
         }
         let cubin = program.cubin()?;
         if cubin.is_empty() {
@@ -204,12 +215,10 @@ impl<'a> Program<'a> {
         header_names: &[*const c_char],
     ) -> Result<Program<'a>, EngineError> {
         let mut raw: nvrtcProgram = std::ptr::null_mut();
-        let (texts, names) = if header_texts.is_empty() {
-            (std::ptr::null(), std::ptr::null())
-        } else {
-            (header_texts.as_ptr(), header_names.as_ptr())
-        };
-        let code = unsafe { (nvrtc.api.nvrtcCreateProgram)(&mut raw, source.as_ptr(), name.as_ptr(), header_texts.len() as c_int, texts, names) };
+        let (texts, names) =
+            if header_texts.is_empty() { (std::ptr::null(), std::ptr::null()) } else { (header_texts.as_ptr(), header_names.as_ptr()) };
+        let code =
+            unsafe { (nvrtc.api.nvrtcCreateProgram)(&mut raw, source.as_ptr(), name.as_ptr(), header_texts.len() as c_int, texts, names) };
         nvrtc.check("nvrtcCreateProgram", code)?;
         Ok(Program { nvrtc, raw })
     }
@@ -325,10 +334,13 @@ impl CudaCompiler {
         }
         let key: String = hash.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
         let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
-        let cached = self.cache_dir.as_ref().map(|d| (d.join(format!("{stem}-{arch}-{key}.cubin")), d.join(format!("{stem}-{arch}-{key}.log"))));
+        let cached =
+            self.cache_dir.as_ref().map(|d| (d.join(format!("{stem}-{arch}-{key}.cubin")), d.join(format!("{stem}-{arch}-{key}.log"))));
 
         let (image, log) = match &cached {
-            Some((cubin_path, log_path)) if cubin_path.is_file() && log_path.is_file() => (read(cubin_path)?, fs::read_to_string(log_path).unwrap_or_default()),
+            Some((cubin_path, log_path)) if cubin_path.is_file() && log_path.is_file() => {
+                (read(cubin_path)?, fs::read_to_string(log_path).unwrap_or_default())
+            }
             _ => {
                 let headers = vec![(PRELUDE_NAME.to_string(), self.prelude_text.clone())];
                 let compiled = self.nvrtc.compile(&source.display_path, &text, &headers, &options)?;

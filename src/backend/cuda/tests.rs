@@ -215,7 +215,10 @@ fn compile_errors_come_back_with_nvrtcs_log_and_the_display_path() {
     let error = compiler(nvrtc).compile(&source, "sm_90").unwrap_err();
     let text = error.to_string();
     assert!(matches!(error, EngineError::Compile { .. }), "{text}");
-    assert!(text.contains("kernels/broken.hip(2)") && text.contains("undefined_name") && text.contains("NVRTC_ERROR_COMPILATION"), "{text}");
+    assert!(
+        text.contains("kernels/broken.hip(2)") && text.contains("undefined_name") && text.contains("NVRTC_ERROR_COMPILATION"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -377,7 +380,14 @@ fn tensor_of<T: Copy>(backend: &dyn Backend, dtype: DType, values: &[T]) -> Tens
 }
 
 /// Launches `tf_embed_dense` through the engine's own op launcher.
-fn launch_embed(backend: &dyn Backend, module: &dyn Module, tensors: &BTreeMap<String, Tensor>, n: i64, k: i64, vocab: i64) -> Result<crate::backend::LaunchReport, EngineError> {
+fn launch_embed(
+    backend: &dyn Backend,
+    module: &dyn Module,
+    tensors: &BTreeMap<String, Tensor>,
+    n: i64,
+    k: i64,
+    vocab: i64,
+) -> Result<crate::backend::LaunchReport, EngineError> {
     let op = find("tf_embed_dense").unwrap();
     let symbols: BTreeMap<String, i64> = [("n".to_string(), n), ("k".to_string(), k), ("vocab".to_string(), vocab)].into();
     let params = BTreeMap::new();
@@ -402,7 +412,10 @@ fn the_driver_path_runs_end_to_end_against_a_fake_driver() {
         let backend = CudaBackend::probe(options).unwrap();
         assert_eq!(backend.arch(), "sm_90");
         let toolchain = backend.toolchain();
-        assert!(toolchain.contains("NVRTC 13.") && toolchain.contains("CUDA driver 13.0") && toolchain.contains("Fake H200"), "{toolchain}");
+        assert!(
+            toolchain.contains("NVRTC 13.") && toolchain.contains("CUDA driver 13.0") && toolchain.contains("Fake H200"),
+            "{toolchain}"
+        );
 
         // buffers: zero-filled, written and read at offsets, bounds checked
         let mut buffer = backend.allocate(1000).unwrap();
@@ -439,12 +452,36 @@ fn the_driver_path_runs_end_to_end_against_a_fake_driver() {
         assert!(Arc::ptr_eq(&embed, &again));
 
         // refusals before the driver is called: argument layout from the cubin, block size, names
-        let error = embed.launch("tf_embed_dense", LaunchDims { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared: 0 }, Schedule::default(), &[KernelArg::I32(1)]).unwrap_err();
-        assert!(matches!(&error, EngineError::ArgumentMismatch { expected: 7, given: 1, expected_sizes, .. } if *expected_sizes == vec![8, 4, 8, 4, 4, 8, 4]), "{error}");
-        let args = [KernelArg::Pointer(0), KernelArg::I32(0), KernelArg::Pointer(0), KernelArg::I32(0), KernelArg::I32(0), KernelArg::Pointer(0), KernelArg::I32(0)];
-        let error = embed.launch("tf_embed_dense", LaunchDims { grid: [1, 1, 1], block: [2048, 1, 1], dynamic_shared: 0 }, Schedule::default(), &args).unwrap_err().to_string();
+        let error = embed
+            .launch(
+                "tf_embed_dense",
+                LaunchDims { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared: 0 },
+                Schedule::default(),
+                &[KernelArg::I32(1)],
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&error, EngineError::ArgumentMismatch { expected: 7, given: 1, expected_sizes, .. } if *expected_sizes == vec![8, 4, 8, 4, 4, 8, 4]),
+            "{error}"
+        );
+        let args = [
+            KernelArg::Pointer(0),
+            KernelArg::I32(0),
+            KernelArg::Pointer(0),
+            KernelArg::I32(0),
+            KernelArg::I32(0),
+            KernelArg::Pointer(0),
+            KernelArg::I32(0),
+        ];
+        let error = embed
+            .launch("tf_embed_dense", LaunchDims { grid: [1, 1, 1], block: [2048, 1, 1], dynamic_shared: 0 }, Schedule::default(), &args)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("2048 threads"), "{error}");
-        let error = embed.launch("tf_other", LaunchDims { grid: [1, 1, 1], block: [1, 1, 1], dynamic_shared: 0 }, Schedule::default(), &[]).unwrap_err().to_string();
+        let error = embed
+            .launch("tf_other", LaunchDims { grid: [1, 1, 1], block: [1, 1, 1], dynamic_shared: 0 }, Schedule::default(), &[])
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("tf_other") && error.contains("kernels/tf_embed_dense.hip"), "{error}");
         let error = backend.load_module(&source("kernels/tf_embed_dense.hip", &["tf_embed_sparse"])).err().unwrap().to_string();
         assert!(error.contains("tf_embed_sparse"), "{error}");
@@ -470,7 +507,10 @@ fn the_driver_path_runs_end_to_end_against_a_fake_driver() {
         let text = error.to_string();
         assert!(matches!(error, EngineError::KernelFault { .. }), "{text}");
         assert!(text.contains("tf_embed_dense") && text.contains("kernels/tf_embed_dense.hip"), "{text}");
-        assert!(text.contains("cuCtxSynchronize") && text.contains("CUDA_ERROR_ILLEGAL_ADDRESS") && text.contains("illegal memory access"), "{text}");
+        assert!(
+            text.contains("cuCtxSynchronize") && text.contains("CUDA_ERROR_ILLEGAL_ADDRESS") && text.contains("illegal memory access"),
+            "{text}"
+        );
         let error = launch_embed(&backend, &*embed, &tensors, n, k, vocab).unwrap_err().to_string();
         assert!(error.contains("unusable since `tf_embed_dense`"), "{error}");
         let error = backend.allocate(16).err().unwrap().to_string();
@@ -561,7 +601,13 @@ fn gpu_tf_embed_dense_through_the_op_launcher_gives_the_rounded_rows() {
     let (n, k, vocab) = (37usize, 130usize, 1000usize);
     let values: Vec<f32> = (0..vocab * k).map(|i| ((i as f32) * 0.7311).sin() * 3.0 + (i % 7) as f32 * 1e-3).collect();
     let ids: Vec<i32> = (0..n).map(|r| ((r * 7919) % vocab) as i32).collect();
-    for (table_type, out_type) in [(DType::F32, DType::F32), (DType::F32, DType::Bf16), (DType::Bf16, DType::F32), (DType::F16, DType::Bf16), (DType::F32, DType::F16)] {
+    for (table_type, out_type) in [
+        (DType::F32, DType::F32),
+        (DType::F32, DType::Bf16),
+        (DType::Bf16, DType::F32),
+        (DType::F16, DType::Bf16),
+        (DType::F32, DType::F16),
+    ] {
         let mut table_bytes = vec![0u8; vocab * k * table_type.size()];
         for (i, v) in values.iter().enumerate() {
             table_type.encode(*v as f64, &mut table_bytes[i * table_type.size()..]);
@@ -638,8 +684,13 @@ fn gpu_the_prelude_gives_hip_warp_semantics_and_shared_memory_works() {
     let counter = tensor_of(&backend, DType::I32, &[0i32]);
     let total = tensor_of(&backend, DType::F32, &[0f32]);
     let maximum = tensor_of(&backend, DType::I32, &[-1i32]);
-    m.launch("atomics", dims(total_n.div_ceil(128) as u32, 128), Schedule::default(), &[ptr(&input), KernelArg::I32(total_n as i32), ptr(&counter), ptr(&total), ptr(&maximum)])
-        .unwrap();
+    m.launch(
+        "atomics",
+        dims(total_n.div_ceil(128) as u32, 128),
+        Schedule::default(),
+        &[ptr(&input), KernelArg::I32(total_n as i32), ptr(&counter), ptr(&total), ptr(&maximum)],
+    )
+    .unwrap();
     assert_eq!(read_as::<i32>(&counter), vec![total_n as i32]);
     assert_eq!(read_as::<f32>(&total), vec![xs.iter().map(|v| *v as f64).sum::<f64>() as f32]);
     assert_eq!(read_as::<i32>(&maximum), vec![total_n as i32 - 1]);
@@ -648,10 +699,17 @@ fn gpu_the_prelude_gives_hip_warp_semantics_and_shared_memory_works() {
     let xs: Vec<f32> = (0..4 * 64).map(|i| i as f32).collect();
     let input = tensor_of(&backend, DType::F32, &xs);
     let out = Tensor::allocate(&backend, DType::F32, &[xs.len()]).unwrap();
-    m.launch("dynamic_reverse", LaunchDims { grid: [4, 1, 1], block: [64, 1, 1], dynamic_shared: 256 }, Schedule::default(), &[ptr(&input), ptr(&out)]).unwrap();
+    m.launch(
+        "dynamic_reverse",
+        LaunchDims { grid: [4, 1, 1], block: [64, 1, 1], dynamic_shared: 256 },
+        Schedule::default(),
+        &[ptr(&input), ptr(&out)],
+    )
+    .unwrap();
     assert_eq!(read_as::<f32>(&out), xs.chunks(64).flat_map(|c| c.iter().rev().copied()).collect::<Vec<_>>());
     let coordinates = Tensor::allocate(&backend, DType::I32, &[3 * 2 * 8 * 4]).unwrap();
-    m.launch("coordinates", LaunchDims { grid: [3, 2, 1], block: [8, 4, 1], dynamic_shared: 0 }, Schedule::default(), &[ptr(&coordinates)]).unwrap();
+    m.launch("coordinates", LaunchDims { grid: [3, 2, 1], block: [8, 4, 1], dynamic_shared: 0 }, Schedule::default(), &[ptr(&coordinates)])
+        .unwrap();
     assert_eq!(read_as::<i32>(&coordinates), (0..6).flat_map(|b| (0..32).map(move |t| b * 1000 + t)).collect::<Vec<_>>());
 
     // stores by dtype code through common.h
@@ -659,7 +717,11 @@ fn gpu_the_prelude_gives_hip_warp_semantics_and_shared_memory_works() {
         let out = Tensor::allocate(&backend, DType::F32, &[32]).unwrap();
         m.launch("store_by_code", dims(1, 32), Schedule::default(), &[ptr(&out), KernelArg::I32(code)]).unwrap();
         let bytes = out.read().unwrap();
-        let first = if code == 0 { u32::from_le_bytes(bytes[..4].try_into().unwrap()) } else { u16::from_le_bytes(bytes[..2].try_into().unwrap()) as u32 };
+        let first = if code == 0 {
+            u32::from_le_bytes(bytes[..4].try_into().unwrap())
+        } else {
+            u16::from_le_bytes(bytes[..2].try_into().unwrap()) as u32
+        };
         assert_eq!(first, bits, "code {code}");
     }
 }
@@ -670,7 +732,8 @@ fn gpu_live_limits_match_the_static_figures() {
     let backend = gpu();
     let mut table = String::from("kernel | static regs/smem(+reserved)/local/threads | live regs/smem/local/threads\n");
     let mut mismatches = Vec::new();
-    let mut sources: Vec<KernelSource> = vec![source("src/backend/cuda/test_kernels/resources.hip", &["plain", "shared_4k", "dynamic_only", "stack_array", "spills"])];
+    let mut sources: Vec<KernelSource> =
+        vec![source("src/backend/cuda/test_kernels/resources.hip", &["plain", "shared_4k", "dynamic_only", "stack_array", "spills"])];
     sources.extend(every_source().into_iter().filter(|s| s.display_path.starts_with("kernels/")));
     for s in &sources {
         backend.load_module(s).unwrap();
@@ -679,13 +742,27 @@ fn gpu_live_limits_match_the_static_figures() {
             let live = backend.live_usage(s, kernel).unwrap();
             table.push_str(&format!(
                 "{kernel} | {}/{}(+{})/{}/{} | {}/{}/{}/{}\n",
-                stat.registers, stat.shared_bytes, stat.reserved_shared_bytes, stat.local_bytes, stat.threads, live.registers, live.shared_bytes, live.local_bytes, live.threads
+                stat.registers,
+                stat.shared_bytes,
+                stat.reserved_shared_bytes,
+                stat.local_bytes,
+                stat.threads,
+                live.registers,
+                live.shared_bytes,
+                live.local_bytes,
+                live.threads
             ));
             if live.registers != stat.registers || live.local_bytes != stat.local_bytes {
-                mismatches.push(format!("{kernel}: registers/local static {}/{} live {}/{}", stat.registers, stat.local_bytes, live.registers, live.local_bytes));
+                mismatches.push(format!(
+                    "{kernel}: registers/local static {}/{} live {}/{}",
+                    stat.registers, stat.local_bytes, live.registers, live.local_bytes
+                ));
             }
             if live.shared_bytes != stat.shared_bytes && live.shared_bytes != stat.shared_bytes + stat.reserved_shared_bytes {
-                mismatches.push(format!("{kernel}: shared static {} (+{} reserved) live {}", stat.shared_bytes, stat.reserved_shared_bytes, live.shared_bytes));
+                mismatches.push(format!(
+                    "{kernel}: shared static {} (+{} reserved) live {}",
+                    stat.shared_bytes, stat.reserved_shared_bytes, live.shared_bytes
+                ));
             }
             if live.threads > stat.threads {
                 mismatches.push(format!("{kernel}: threads static {} live {}", stat.threads, live.threads));
@@ -755,7 +832,15 @@ fn gpu_cublas_bf16_projection_matches_an_f64_reference() {
     let mut w = Tensor::allocate(&backend, DType::Bf16, &[out, k]).unwrap();
     w.write(&encode(&wv)).unwrap();
     let y = Tensor::allocate(&backend, DType::F32, &[rows, out]).unwrap();
-    let p = cublas::ProjectionBf16 { x: x.device_address(), w: w.device_address(), y: y.device_address(), y_is_bf16: false, rows: rows as i32, k: k as i32, out: out as i32 };
+    let p = cublas::ProjectionBf16 {
+        x: x.device_address(),
+        w: w.device_address(),
+        y: y.device_address(),
+        y_is_bf16: false,
+        rows: rows as i32,
+        k: k as i32,
+        out: out as i32,
+    };
     handle.projection_bf16(p, backend.stream()).unwrap();
     let got = read_as::<f32>(&y);
     for r in 0..rows {

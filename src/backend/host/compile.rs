@@ -35,12 +35,13 @@ impl HostCompiler {
         };
         for program in &candidates {
             if let Ok(out) = Command::new(program).arg("--version").output()
-                && out.status.success() {
-                    let text = String::from_utf8_lossy(&out.stdout);
-                    let identity = text.lines().next().unwrap_or("").trim().to_string();
-                    let is_gcc = !text.contains("clang");
-                    return Ok(HostCompiler { program: program.clone(), identity, is_gcc });
-                }
+                && out.status.success()
+            {
+                let text = String::from_utf8_lossy(&out.stdout);
+                let identity = text.lines().next().unwrap_or("").trim().to_string();
+                let is_gcc = !text.contains("clang");
+                return Ok(HostCompiler { program: program.clone(), identity, is_gcc });
+            }
         }
         Err(EngineError::NoHostCompiler { tried: candidates.join(", ") })
     }

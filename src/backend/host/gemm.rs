@@ -14,7 +14,8 @@ pub(super) fn gemm_bf16(r: &GemmBf16) -> Result<LaunchReport, EngineError> {
     if !matches!(r.y_dtype, DType::F32 | DType::Bf16) {
         return Err(refuse(format!("y must be f32 or bf16, not {}", r.y_dtype)));
     }
-    let size = |a: usize, b: usize| a.checked_mul(b).filter(|e| e.checked_mul(4).is_some()).ok_or_else(|| refuse(format!("{a} x {b} overflows")));
+    let size =
+        |a: usize, b: usize| a.checked_mul(b).filter(|e| e.checked_mul(4).is_some()).ok_or_else(|| refuse(format!("{a} x {b} overflows")));
     let (xs, ws, ys) = (size(r.m, r.k)?, size(r.n, r.k)?, size(r.m, r.n)?);
     for (name, address) in [("x", r.x), ("w", r.w), ("y", r.y)] {
         if address == 0 || address % 2 != 0 || (name == "y" && r.y_dtype == DType::F32 && address % 4 != 0) {
@@ -24,9 +25,7 @@ pub(super) fn gemm_bf16(r: &GemmBf16) -> Result<LaunchReport, EngineError> {
     // SAFETY: on the host backend a device address is the address of host memory that the
     // caller's tensors own for the duration of the call, with at least the elements the
     // request names (the op launcher checks the tensors' shapes against m, n and k).
-    let (x, w) = unsafe {
-        (std::slice::from_raw_parts(r.x as *const u16, xs), std::slice::from_raw_parts(r.w as *const u16, ws))
-    };
+    let (x, w) = unsafe { (std::slice::from_raw_parts(r.x as *const u16, xs), std::slice::from_raw_parts(r.w as *const u16, ws)) };
     let upcast = |v: &[u16]| v.iter().map(|&b| half::bf16::from_bits(b).to_f32()).collect::<Vec<f32>>();
     let (a, b) = (upcast(x), upcast(w));
     let mut c = vec![0f32; ys];

@@ -99,8 +99,8 @@ unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     fn new(bytes: usize) -> Result<HostBuffer, EngineError> {
-        let layout = std::alloc::Layout::from_size_align(bytes.max(1), 256)
-            .map_err(|e| EngineError::Buffer(format!("{bytes} bytes: {e}")))?;
+        let layout =
+            std::alloc::Layout::from_size_align(bytes.max(1), 256).map_err(|e| EngineError::Buffer(format!("{bytes} bytes: {e}")))?;
         let pointer = unsafe { std::alloc::alloc_zeroed(layout) };
         if pointer.is_null() {
             return Err(EngineError::Buffer(format!("out of host memory for {bytes} bytes")));

@@ -169,11 +169,9 @@ impl Module for HostModule {
         match first_error {
             None => Ok(report),
             Some((2, message)) => Err(bad(message)),
-            Some((_, message)) => Err(EngineError::KernelFault {
-                kernel: kernel.to_string(),
-                source_path: self.source.display_path.clone(),
-                message,
-            }),
+            Some((_, message)) => {
+                Err(EngineError::KernelFault { kernel: kernel.to_string(), source_path: self.source.display_path.clone(), message })
+            }
         }
     }
 }

@@ -37,8 +37,7 @@ fn module(backend: &HostBackend, file: &str, kernels: &[&str]) -> Arc<dyn Module
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-const SEMANTICS: &[&str] =
-    &["block_sum", "warp_ops", "atomics", "dynamic_reverse", "unwritten_shared", "store_by_code", "coordinates"];
+const SEMANTICS: &[&str] = &["block_sum", "warp_ops", "atomics", "dynamic_reverse", "unwritten_shared", "store_by_code", "coordinates"];
 
 fn tensor<T: Copy>(backend: &dyn Backend, dtype: DType, values: &[T]) -> Tensor {
     let mut t = Tensor::allocate(backend, dtype, &[values.len()]).unwrap();
