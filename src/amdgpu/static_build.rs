@@ -11,7 +11,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sha2::{Digest, Sha256};
 
 use super::metadata::{self, CodeObjectMetadata, MetadataError, ResourceUsage};
 use crate::EngineError;
@@ -125,35 +124,7 @@ impl HipClang {
         let read = |path: &Path| fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e });
         let flags = HipClang::flags(arch);
 
-        let mut hash = Sha256::new();
-        for part in [self.identity.as_bytes(), flags.join(" ").as_bytes(), source.display_path.as_bytes()] {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part);
-        }
-        let prelude_text = read(prelude)?;
-        hash.update((prelude_text.len() as u64).to_le_bytes());
-        hash.update(&prelude_text);
-        let source_text = read(&source.path)?;
-        hash.update((source_text.len() as u64).to_le_bytes());
-        hash.update(&source_text);
-        // every header a kernel could include from its include directories
-        for dir in &source.include_dirs {
-            let mut headers: Vec<PathBuf> = fs::read_dir(dir)
-                .map_err(|e| EngineError::ReadSource { path: dir.clone(), source: e })?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "h" || x == "hpp"))
-                .collect();
-            headers.sort();
-            for header in headers {
-                let name = header.file_name().map(|n| n.as_encoded_bytes().to_vec()).unwrap_or_default();
-                let text = read(&header)?;
-                hash.update((name.len() as u64).to_le_bytes());
-                hash.update(&name);
-                hash.update((text.len() as u64).to_le_bytes());
-                hash.update(&text);
-            }
-        }
-        let key: String = hash.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+        let key = crate::backend::build_key(source, &read(prelude)?, &[&self.identity, &flags.join(" "), arch])?;
         let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
         let path = cache_dir.join(format!("{stem}-{arch}-{key}.co"));
 

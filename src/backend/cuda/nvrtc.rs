@@ -7,7 +7,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use sha2::{Digest, Sha256};
 
 use super::cubin::{self, CubinInfo, PtxasFunction};
 use super::sys::*;
@@ -314,25 +313,8 @@ impl CudaCompiler {
         })?;
         let options = self.options(source, arch);
 
-        let mut hash = Sha256::new();
         let identity = format!("NVRTC {}.{}", self.nvrtc.version.0, self.nvrtc.version.1);
-        for part in [identity.as_str(), &options.join(" "), &source.display_path, &self.prelude_text, &text] {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part.as_bytes());
-        }
-        for dir in &source.include_dirs {
-            let mut headers: Vec<PathBuf> = fs::read_dir(dir)
-                .map_err(|e| EngineError::ReadSource { path: dir.clone(), source: e })?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "h" || x == "hpp"))
-                .collect();
-            headers.sort();
-            for header in headers {
-                hash.update(header.file_name().unwrap().as_encoded_bytes());
-                hash.update(read(&header)?);
-            }
-        }
-        let key: String = hash.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+        let key = crate::backend::build_key(source, self.prelude_text.as_bytes(), &[&identity, &options.join(" ")])?;
         let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
         let cached =
             self.cache_dir.as_ref().map(|d| (d.join(format!("{stem}-{arch}-{key}.cubin")), d.join(format!("{stem}-{arch}-{key}.log"))));

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use object::{Object, ObjectSymbol, SymbolKind};
-use sha2::{Digest, Sha256};
 
 use crate::EngineError;
 use crate::backend::KernelSource;
@@ -61,31 +60,7 @@ impl HostCompiler {
         let flags = self.flags(warp_size);
         let source_prefix = source_prefix(source);
 
-        let mut hash = Sha256::new();
-        for part in [self.identity.as_bytes(), flags.join(" ").as_bytes(), source.display_path.as_bytes()] {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part);
-        }
-        for kernel in &source.kernels {
-            hash.update(kernel.as_bytes());
-            hash.update([0]);
-        }
-        hash.update(read(prelude)?);
-        hash.update(read(&source.path)?);
-        // every header a kernel could include from its include directories
-        for dir in &source.include_dirs {
-            let mut headers: Vec<PathBuf> = fs::read_dir(dir)
-                .map_err(|e| EngineError::ReadSource { path: dir.clone(), source: e })?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "h" || x == "hpp"))
-                .collect();
-            headers.sort();
-            for header in headers {
-                hash.update(header.file_name().unwrap().as_encoded_bytes());
-                hash.update(read(&header)?);
-            }
-        }
-        let key: String = hash.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+        let key = crate::backend::build_key(source, &read(prelude)?, &[&self.identity, &flags.join(" ")])?;
         let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
         let library = cache_dir.join(format!("{stem}-{key}.so"));
         if library.exists() {
