@@ -178,6 +178,24 @@ pub struct RunReport {
     pub timing: Timing,
 }
 
+impl RunReport {
+    fn empty(arch: &str, backend: &str, toolchain: &str, settings: &Settings, repeats: usize, gates_run: &[Gate]) -> RunReport {
+        RunReport {
+            arch: arch.to_string(),
+            backend: backend.to_string(),
+            toolchain: toolchain.to_string(),
+            seed: settings.seed,
+            repeats,
+            gates_run: gates_run.to_vec(),
+            contract_errors: Vec::new(),
+            records: Vec::new(),
+            controls: Vec::new(),
+            controls_not_applicable: Vec::new(),
+            timing: Timing::default(),
+        }
+    }
+}
+
 impl Serialize for ContractError {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
@@ -243,19 +261,7 @@ pub fn run_compared(
     let toolchain = backend.toolchain();
     on_event(&Event::Started { arch: &arch, backend: backend.name(), toolchain: &toolchain });
     let gates_run = gates_for(backend);
-    let mut report = RunReport {
-        arch: arch.clone(),
-        backend: backend.name().to_string(),
-        toolchain: toolchain.clone(),
-        seed: settings.seed,
-        repeats: settings.repeats,
-        gates_run: gates_run.clone(),
-        contract_errors: Vec::new(),
-        records: Vec::new(),
-        controls: Vec::new(),
-        controls_not_applicable: Vec::new(),
-        timing: Timing::default(),
-    };
+    let mut report = RunReport::empty(&arch, backend.name(), &toolchain, settings, settings.repeats, &gates_run);
 
     let (contracts, controls) = load(settings, &arch, &gates_run, &mut report, on_event);
 
@@ -937,19 +943,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     let toolchain = compiler.identity();
     on_event(&Event::Started { arch: &arch, backend: "static", toolchain: &toolchain });
     let gates_run = vec![Gate::Limits];
-    let mut report = RunReport {
-        arch: arch.clone(),
-        backend: "static".into(),
-        toolchain: toolchain.clone(),
-        seed: settings.seed,
-        repeats: 0,
-        gates_run: gates_run.clone(),
-        contract_errors: Vec::new(),
-        records: Vec::new(),
-        controls: Vec::new(),
-        controls_not_applicable: Vec::new(),
-        timing: Timing::default(),
-    };
+    let mut report = RunReport::empty(&arch, "static", &toolchain, settings, 0, &gates_run);
     let (contracts, controls) = load(settings, &arch, &gates_run, &mut report, on_event);
 
     // (contract index, control) pairs to measure, built on all cores
