@@ -1,0 +1,1 @@
+//! hip backend tests
