@@ -77,7 +77,16 @@ impl HipBackend {
     pub fn probe(options: HipOptions) -> Result<HipBackend, EngineError> {
         let runtime = Runtime::open(&runtime::candidates(options.runtime_library.as_deref()))?;
         let versions = runtime.versions()?;
-        runtime.init()?;
+        runtime.init().map_err(|e| match e {
+            EngineError::Vendor { library, call, code, name, message } => EngineError::Vendor {
+                library,
+                call,
+                code,
+                name,
+                message: format!("{message}; no HIP device found (hipInit fails this way without a usable AMD GPU)"),
+            },
+            other => other,
+        })?;
         let count = runtime.device_count()?;
         if count == 0 {
             return Err(EngineError::LoadLibrary {

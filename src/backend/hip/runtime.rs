@@ -138,7 +138,7 @@ impl Runtime {
     }
 
     pub fn properties(&self, device: i32) -> Result<DeviceProperties, EngineError> {
-        let call = self.properties.as_ref().map_err(|e| missing_again(e))?;
+        let call = self.properties.as_ref().map_err(missing_again)?;
         // 8-byte aligned and larger than the struct, in case a later ROCm grows it
         let mut image = vec![0u64; DEVICE_PROP_R0600_SIZE.div_ceil(8) + 64];
         self.check(HIP_GET_DEVICE_PROPERTIES_R0600, unsafe { call(image.as_mut_ptr() as *mut c_void, device) })?;
