@@ -2,6 +2,7 @@
 //! and how a launch runs. `host` is the embedded default and needs no GPU.
 
 pub mod cuda;
+pub mod hip;
 pub mod host;
 
 use std::collections::BTreeMap;

@@ -142,6 +142,9 @@ macro_rules! api_table {
     };
 }
 
+// the hip backend declares its tables with the same macro
+pub(crate) use api_table;
+
 api_table! {
     /// libcuda.so.1, the driver API (cuda.h 13.0).
     DriverApi {

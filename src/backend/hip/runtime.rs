@@ -1,0 +1,344 @@
+//! The HIP runtime, layers (b) and (c): one `Result`-returning wrapper per call with HIP's
+//! own error name and text (hipGetErrorName / hipGetErrorString), and owning types that give
+//! their handle back on drop (device memory, module, stream). HIP's current device is per
+//! host thread, so every owner selects the runtime's device (hipSetDevice) before its calls
+//! and any thread may use them.
+
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::sync::{Arc, Mutex};
+
+use super::sys::*;
+use crate::EngineError;
+
+/// Sonames tried in order (shared/notes/gpu-toolchains.md 4.4): the dev symlink, ROCm 7,
+/// ROCm 6, ROCm 5 (Debian 12's libamdhip64-5).
+pub const LIBAMDHIP64: &[&str] = &["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
+
+/// What is tried: `KERNEL_CONTRACTS_LIBAMDHIP64` alone when set, else [`LIBAMDHIP64`].
+pub fn candidates(library: Option<&str>) -> Vec<String> {
+    match library {
+        Some(name) => vec![name.to_string()],
+        None => LIBAMDHIP64.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// Error codes after which the device is unusable (a faulting kernel): hipErrorIllegalAddress,
+/// hipErrorLaunchTimeOut, hipErrorAssert, hipErrorLaunchFailure and friends.
+pub fn is_sticky(code: i64) -> bool {
+    matches!(code, 700 | 702 | 710 | 714 | 715 | 716 | 717 | 718 | 719)
+}
+
+/// What `hipGetDevicePropertiesR0600` says about a device (only the fields the engine reads).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceProperties {
+    pub name: String,
+    /// `gcnArchName` as the runtime gives it: `gfx1201` or `gfx1201:sramecc-:xnack-`.
+    pub gcn_arch_name: String,
+}
+
+impl DeviceProperties {
+    /// The processor alone (`gfx1201`): what `--offload-arch` takes; the feature suffix is
+    /// the device's, and hiprtc derives it itself.
+    pub fn arch(&self) -> &str {
+        self.gcn_arch_name.split(':').next().unwrap_or_default()
+    }
+
+    /// Decodes the two strings out of a `hipDeviceProp_tR0600` image.
+    pub fn from_r0600(bytes: &[u8]) -> DeviceProperties {
+        let text = |at: usize| {
+            let field = &bytes[at..(at + 256).min(bytes.len())];
+            let end = field.iter().position(|b| *b == 0).unwrap_or(field.len());
+            String::from_utf8_lossy(&field[..end]).into_owned()
+        };
+        DeviceProperties { name: text(DEVICE_PROP_R0600_NAME), gcn_arch_name: text(DEVICE_PROP_R0600_GCN_ARCH_NAME) }
+    }
+}
+
+pub struct Runtime {
+    pub(crate) api: HipApi,
+    /// `hipGetDevicePropertiesR0600`, or why it is missing (ROCm 5.x exports only the old
+    /// layout): resolved at open, its absence reported once a device is asked about, so that
+    /// a ROCm 5 runtime without a GPU still says "no device".
+    properties: Result<HipGetDevicePropertiesR0600, EngineError>,
+    device: Mutex<i32>,
+    lost: Mutex<Option<String>>,
+}
+
+impl Runtime {
+    /// Opens the first of `candidates` that loads and resolves every symbol the backend calls.
+    pub fn open(candidates: &[String]) -> Result<Arc<Runtime>, EngineError> {
+        let lib = Dylib::open_first(
+            candidates,
+            false,
+            " (no ROCm here? the hip backend needs ROCm 6.3 or later; KERNEL_CONTRACTS_LIBAMDHIP64 names another libamdhip64)",
+        )?;
+        let properties = unsafe { lib.function::<HipGetDevicePropertiesR0600>(HIP_GET_DEVICE_PROPERTIES_R0600) }.map_err(|_| {
+            missing(&lib.name, HIP_GET_DEVICE_PROPERTIES_R0600, " (a ROCm 5 runtime: the hip backend needs ROCm 6.3 or later for gfx1201)")
+        });
+        Ok(Arc::new(Runtime { api: HipApi::resolve(lib)?, properties, device: Mutex::new(0), lost: Mutex::new(None) }))
+    }
+
+    pub fn library(&self) -> &str {
+        &self.api.library.name
+    }
+
+    /// The error for `code` returned by `call`, named as HIP names it.
+    pub fn error(&self, call: &str, code: hipError_t) -> EngineError {
+        let name = c_str(unsafe { (self.api.hipGetErrorName)(code) }).filter(|n| !n.is_empty()).unwrap_or_else(|| format!("hipError_t {code}"));
+        let mut message = c_str(unsafe { (self.api.hipGetErrorString)(code) }).unwrap_or_else(|| "no description from HIP".to_string());
+        if let Some(lost) = self.lost() {
+            message.push_str(&format!(" (the HIP device is unusable since {lost})"));
+        }
+        EngineError::Vendor { library: self.library().to_string(), call: call.to_string(), code: code as i64, name, message }
+    }
+
+    pub(crate) fn check(&self, call: &str, code: hipError_t) -> Result<(), EngineError> {
+        if code == HIP_SUCCESS { Ok(()) } else { Err(self.error(call, code)) }
+    }
+
+    pub fn mark_lost(&self, what: String) {
+        let mut lost = self.lost.lock().unwrap_or_else(|p| p.into_inner());
+        if lost.is_none() {
+            *lost = Some(what);
+        }
+    }
+
+    pub fn lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn init(&self) -> Result<(), EngineError> {
+        self.check("hipInit", unsafe { (self.api.hipInit)(0) })
+    }
+
+    /// `(driver, runtime)`: 50221153 for ROCm 5.2; HIP_VERSION = major * 10^7 + minor * 10^5 + patch.
+    pub fn versions(&self) -> Result<(i32, i32), EngineError> {
+        let (mut driver, mut runtime): (c_int, c_int) = (0, 0);
+        self.check("hipDriverGetVersion", unsafe { (self.api.hipDriverGetVersion)(&mut driver) })?;
+        self.check("hipRuntimeGetVersion", unsafe { (self.api.hipRuntimeGetVersion)(&mut runtime) })?;
+        Ok((driver, runtime))
+    }
+
+    pub fn device_count(&self) -> Result<i32, EngineError> {
+        let mut n: c_int = 0;
+        self.check("hipGetDeviceCount", unsafe { (self.api.hipGetDeviceCount)(&mut n) })?;
+        Ok(n)
+    }
+
+    /// Makes `device` the one every later call of the runtime (on any thread) uses.
+    pub fn select(&self, device: i32) -> Result<(), EngineError> {
+        *self.device.lock().unwrap_or_else(|p| p.into_inner()) = device;
+        self.bind()
+    }
+
+    /// Selects the runtime's device on the calling thread (cheap; done before every call).
+    pub fn bind(&self) -> Result<(), EngineError> {
+        let device = *self.device.lock().unwrap_or_else(|p| p.into_inner());
+        self.check("hipSetDevice", unsafe { (self.api.hipSetDevice)(device) })
+    }
+
+    pub fn properties(&self, device: i32) -> Result<DeviceProperties, EngineError> {
+        let call = self.properties.as_ref().map_err(missing_again)?;
+        // 8-byte aligned and larger than the struct, in case a later ROCm grows it
+        let mut image = vec![0u64; DEVICE_PROP_R0600_SIZE.div_ceil(8) + 64];
+        self.check(HIP_GET_DEVICE_PROPERTIES_R0600, unsafe { call(image.as_mut_ptr() as *mut c_void, device) })?;
+        let bytes = unsafe { std::slice::from_raw_parts(image.as_ptr() as *const u8, image.len() * 8) };
+        Ok(DeviceProperties::from_r0600(bytes))
+    }
+
+    pub fn synchronize(&self) -> Result<(), EngineError> {
+        self.bind()?;
+        self.check("hipDeviceSynchronize", unsafe { (self.api.hipDeviceSynchronize)() })
+    }
+
+    pub(crate) fn function_attribute(&self, function: hipFunction_t, attribute: c_int) -> Result<i32, EngineError> {
+        let mut v: c_int = 0;
+        self.check("hipFuncGetAttribute", unsafe { (self.api.hipFuncGetAttribute)(&mut v, attribute, function) })?;
+        Ok(v)
+    }
+
+    /// hipModuleLaunchKernel. `params` holds one pointer per kernel parameter, each to its value.
+    ///
+    /// # Safety
+    /// The values behind `params` must match the kernel's parameters in number and size.
+    pub unsafe fn launch(
+        &self,
+        function: hipFunction_t,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dynamic_shared: u32,
+        stream: hipStream_t,
+        params: &mut [*mut c_void],
+    ) -> Result<(), EngineError> {
+        self.bind()?;
+        let params_ptr = if params.is_empty() { std::ptr::null_mut() } else { params.as_mut_ptr() };
+        self.check("hipModuleLaunchKernel", unsafe {
+            (self.api.hipModuleLaunchKernel)(
+                function,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                dynamic_shared,
+                stream,
+                params_ptr,
+                std::ptr::null_mut(),
+            )
+        })
+    }
+}
+
+fn missing_again(e: &EngineError) -> EngineError {
+    match e {
+        EngineError::MissingSymbol { library, symbol, hint } => missing(library, symbol, hint),
+        other => EngineError::Op { op: "hip backend".into(), reason: other.to_string() },
+    }
+}
+
+/// A device allocation (hipMalloc), zero-filled when made, freed on drop.
+pub struct DeviceMemory {
+    runtime: Arc<Runtime>,
+    pointer: *mut c_void,
+    len: usize,
+}
+
+unsafe impl Send for DeviceMemory {}
+unsafe impl Sync for DeviceMemory {}
+
+impl DeviceMemory {
+    /// `len` bytes (at least one).
+    pub fn allocate(runtime: &Arc<Runtime>, len: usize) -> Result<DeviceMemory, EngineError> {
+        let len = len.max(1);
+        runtime.bind()?;
+        let mut pointer: *mut c_void = std::ptr::null_mut();
+        runtime.check("hipMalloc", unsafe { (runtime.api.hipMalloc)(&mut pointer, len) })?;
+        let memory = DeviceMemory { runtime: runtime.clone(), pointer, len };
+        // zero through a copy: the engine's tables name no hipMemset
+        memory.write(0, &vec![0u8; len])?;
+        Ok(memory)
+    }
+
+    pub fn address(&self) -> u64 {
+        self.pointer as u64
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check_range(&self, offset: usize, len: usize) -> Result<(), EngineError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(EngineError::Buffer(format!("access of {len} bytes at {offset} past a device buffer of {}", self.len))),
+        }
+    }
+
+    /// Host to device (hipMemcpyHtoD; synchronous).
+    pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), EngineError> {
+        self.check_range(offset, bytes.len())?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.runtime.bind()?;
+        self.runtime.check("hipMemcpyHtoD", unsafe {
+            (self.runtime.api.hipMemcpyHtoD)((self.address() + offset as u64) as hipDeviceptr_t, bytes.as_ptr() as *mut c_void, bytes.len())
+        })
+    }
+
+    /// Device to host (hipMemcpyDtoH; returns when the bytes are in `out`).
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), EngineError> {
+        self.check_range(offset, out.len())?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.runtime.bind()?;
+        self.runtime.check("hipMemcpyDtoH", unsafe {
+            (self.runtime.api.hipMemcpyDtoH)(out.as_mut_ptr() as *mut c_void, (self.address() + offset as u64) as hipDeviceptr_t, out.len())
+        })
+    }
+}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        if self.runtime.bind().is_ok() {
+            unsafe { (self.runtime.api.hipFree)(self.pointer) };
+        }
+    }
+}
+
+/// A loaded code object (hipModuleLoadData), unloaded on drop.
+pub struct LoadedModule {
+    runtime: Arc<Runtime>,
+    raw: hipModule_t,
+}
+
+unsafe impl Send for LoadedModule {}
+unsafe impl Sync for LoadedModule {}
+
+impl LoadedModule {
+    pub fn load(runtime: &Arc<Runtime>, image: &[u8]) -> Result<LoadedModule, EngineError> {
+        runtime.bind()?;
+        let mut raw: hipModule_t = std::ptr::null_mut();
+        runtime.check("hipModuleLoadData", unsafe { (runtime.api.hipModuleLoadData)(&mut raw, image.as_ptr() as *const c_void) })?;
+        Ok(LoadedModule { runtime: runtime.clone(), raw })
+    }
+
+    /// The kernel `name` (the `extern "C"` symbol, not `name.kd`). Valid while the module lives.
+    pub fn function(&self, name: &str) -> Result<hipFunction_t, EngineError> {
+        let symbol = CString::new(name).map_err(|_| EngineError::BadLaunch { kernel: name.into(), reason: "NUL in kernel name".into() })?;
+        self.runtime.bind()?;
+        let mut function: hipFunction_t = std::ptr::null_mut();
+        self.runtime.check("hipModuleGetFunction", unsafe {
+            (self.runtime.api.hipModuleGetFunction)(&mut function, self.raw, symbol.as_ptr() as *const c_char)
+        })?;
+        Ok(function)
+    }
+}
+
+impl Drop for LoadedModule {
+    fn drop(&mut self) {
+        if self.runtime.bind().is_ok() {
+            unsafe { (self.runtime.api.hipModuleUnload)(self.raw) };
+        }
+    }
+}
+
+/// A stream (hipStreamCreate: blocking with respect to the null stream), destroyed on drop.
+pub struct Stream {
+    runtime: Arc<Runtime>,
+    raw: hipStream_t,
+}
+
+unsafe impl Send for Stream {}
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    pub fn create(runtime: &Arc<Runtime>) -> Result<Stream, EngineError> {
+        runtime.bind()?;
+        let mut raw: hipStream_t = std::ptr::null_mut();
+        runtime.check("hipStreamCreate", unsafe { (runtime.api.hipStreamCreate)(&mut raw) })?;
+        Ok(Stream { runtime: runtime.clone(), raw })
+    }
+
+    pub fn raw(&self) -> hipStream_t {
+        self.raw
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.runtime.bind().is_ok() {
+            unsafe { (self.runtime.api.hipStreamDestroy)(self.raw) };
+        }
+    }
+}
