@@ -532,22 +532,24 @@ fn run_record(
         }
         result.cross_backend_max_ulp = Some(worst);
     }
-    if gates_run.contains(&Gate::Limits) && result.error.is_none()
-        && let (Ok(Some(module)), Some(symbol)) = (module, contract.op.symbol) {
-            match module.resource_usage(symbol) {
-                Some(Ok(mut usage)) => {
-                    if let Some(threads) = result.cases.first().map(|c| c.block_threads) {
-                        usage.figures.insert("threads".into(), threads as u64);
-                    }
-                    let arch = backend.arch();
-                    let report = limits::check(&arch, "live", &usage, contract.limits.get(&arch));
-                    add_limits_failure(&mut result, &report, context.settings.strict_limits);
-                    result.limits = Some(report);
+    if gates_run.contains(&Gate::Limits)
+        && result.error.is_none()
+        && let (Ok(Some(module)), Some(symbol)) = (module, contract.op.symbol)
+    {
+        match module.resource_usage(symbol) {
+            Some(Ok(mut usage)) => {
+                if let Some(threads) = result.cases.first().map(|c| c.block_threads) {
+                    usage.figures.insert("threads".into(), threads as u64);
                 }
-                Some(Err(e)) => result.error = Some(format!("live limits: {}", error_chain(&e))),
-                None => {}
+                let arch = backend.arch();
+                let report = limits::check(&arch, "live", &usage, contract.limits.get(&arch));
+                add_limits_failure(&mut result, &report, context.settings.strict_limits);
+                result.limits = Some(report);
             }
+            Some(Err(e)) => result.error = Some(format!("live limits: {}", error_chain(&e))),
+            None => {}
         }
+    }
     result.failures.sort_by_key(|f| f.gate);
     result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run);
     result.seconds = started.elapsed().as_secs_f64();

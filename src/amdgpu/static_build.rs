@@ -11,7 +11,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-
 use super::metadata::{self, CodeObjectMetadata, MetadataError, ResourceUsage};
 use crate::EngineError;
 use crate::backend::KernelSource;

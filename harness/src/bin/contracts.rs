@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
 use engine::amdgpu::{Gfx1201Static, HipClang};
 use engine::backend::cuda::{CudaBackend, CudaOptions, NvrtcStatic};
+use engine::backend::hip::{HipBackend, HipOptions};
 use engine::backend::host::{HostBackend, HostOptions, worker_count};
 use engine::backend::{Backend, StaticCompiler};
 use harness::report::{self, Summary};
@@ -135,19 +136,27 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
         Ok(Box::new(HostBackend::new(options).context("starting the host backend")?))
     };
     let cuda = || CudaBackend::probe(CudaOptions::for_root(root));
+    let hip = || HipBackend::probe(HipOptions::for_root(root));
     match flags.backend {
         BackendChoice::Host => Ok((host()?, None)),
         BackendChoice::Cuda => Ok((Box::new(cuda().context("backend cuda")?), None)),
-        BackendChoice::Auto => match cuda() {
-            Ok(backend) => Ok((Box::new(backend), Some("backend auto: no HIP backend in this build; using cuda".into()))),
-            Err(e) => Ok((
-                host()?,
-                Some(format!("backend auto: no HIP backend in this build, no CUDA device ({}); using host", runner::error_chain(&e))),
-            )),
+        BackendChoice::Hip => Ok((Box::new(hip().context("backend hip")?), None)),
+        BackendChoice::Auto => match hip() {
+            Ok(backend) => Ok((Box::new(backend), Some("backend auto: using hip".into()))),
+            Err(hip_error) => match cuda() {
+                Ok(backend) => {
+                    Ok((Box::new(backend), Some(format!("backend auto: no HIP device ({}); using cuda", runner::error_chain(&hip_error)))))
+                }
+                Err(e) => Ok((
+                    host()?,
+                    Some(format!(
+                        "backend auto: no HIP device ({}), no CUDA device ({}); using host",
+                        runner::error_chain(&hip_error),
+                        runner::error_chain(&e)
+                    )),
+                )),
+            },
         },
-        BackendChoice::Hip => {
-            bail!("backend hip: not in this build yet (libamdhip64, hiprtc and rocBLAS come with the HIP backend); use --backend host")
-        }
     }
 }
 
@@ -170,9 +179,11 @@ fn run(flags: &Flags) -> Result<i32> {
         return Ok(0);
     }
     if let Some(arch) = &flags.arch
-        && !flags.static_only && !matches!(flags.command, Some(Subcommand::Record)) {
-            bail!("--arch {arch} needs --static (or the record subcommand); a live run takes its arch from the device");
-        }
+        && !flags.static_only
+        && !matches!(flags.command, Some(Subcommand::Record))
+    {
+        bail!("--arch {arch} needs --static (or the record subcommand); a live run takes its arch from the device");
+    }
     let absolute = |p: &Option<PathBuf>, default: &str| -> PathBuf {
         let p = p.clone().unwrap_or_else(|| root.join(default));
         p.canonicalize().unwrap_or(p)

@@ -7,7 +7,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-
 use super::cubin::{self, CubinInfo, PtxasFunction};
 use super::sys::*;
 use crate::EngineError;

@@ -44,7 +44,10 @@ impl Hiprtc {
         }
         Err(EngineError::LoadLibrary {
             library: candidates.join(" or "),
-            reason: format!("{} (hiprtc comes with ROCm 6.3+ as libhiprtc.so.6/.7; KERNEL_CONTRACTS_LIBHIPRTC names another)", reasons.join("; ")),
+            reason: format!(
+                "{} (hiprtc comes with ROCm 6.3+ as libhiprtc.so.6/.7; KERNEL_CONTRACTS_LIBHIPRTC names another)",
+                reasons.join("; ")
+            ),
         })
     }
 
@@ -80,18 +83,37 @@ impl Hiprtc {
             100 => "linking failed",
             _ => "see hiprtc.h",
         };
-        Err(EngineError::Vendor { library: self.library().to_string(), call: call.to_string(), code: code as i64, name: self.error_text(code), message: meaning.into() })
+        Err(EngineError::Vendor {
+            library: self.library().to_string(),
+            call: call.to_string(),
+            code: code as i64,
+            name: self.error_text(code),
+            message: meaning.into(),
+        })
     }
 
     /// Compiles one source with in-memory `headers` (name, text). On failure the error
     /// carries hiprtc's log. Returns the code object and the log.
-    pub fn compile(&self, name: &str, source: &str, headers: &[(String, String)], options: &[String]) -> Result<(Vec<u8>, String), EngineError> {
-        let nul = |what: &str| EngineError::Compile { path: name.to_string(), compiler: self.identity(), log: format!("{what} contains a NUL byte") };
+    pub fn compile(
+        &self,
+        name: &str,
+        source: &str,
+        headers: &[(String, String)],
+        options: &[String],
+    ) -> Result<(Vec<u8>, String), EngineError> {
+        let nul = |what: &str| EngineError::Compile {
+            path: name.to_string(),
+            compiler: self.identity(),
+            log: format!("{what} contains a NUL byte"),
+        };
         let source_c = CString::new(source).map_err(|_| nul("the source"))?;
         let name_c = CString::new(name).map_err(|_| nul("the source name"))?;
-        let texts: Vec<CString> = headers.iter().map(|(_, t)| CString::new(t.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header"))?;
-        let names: Vec<CString> = headers.iter().map(|(n, _)| CString::new(n.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header name"))?;
-        let options_c: Vec<CString> = options.iter().map(|o| CString::new(o.as_str())).collect::<Result<_, _>>().map_err(|_| nul("an option"))?;
+        let texts: Vec<CString> =
+            headers.iter().map(|(_, t)| CString::new(t.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header"))?;
+        let names: Vec<CString> =
+            headers.iter().map(|(n, _)| CString::new(n.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a header name"))?;
+        let options_c: Vec<CString> =
+            options.iter().map(|o| CString::new(o.as_str())).collect::<Result<_, _>>().map_err(|_| nul("an option"))?;
         let text_ptrs: Vec<*const c_char> = texts.iter().map(|c| c.as_ptr()).collect();
         let name_ptrs: Vec<*const c_char> = names.iter().map(|c| c.as_ptr()).collect();
         let option_ptrs: Vec<*const c_char> = options_c.iter().map(|c| c.as_ptr()).collect();
@@ -105,11 +127,19 @@ impl Hiprtc {
         let code = unsafe { (self.api.hiprtcCompileProgram)(program.raw, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
         let log = program.log()?;
         if code != HIPRTC_SUCCESS {
-            return Err(EngineError::Compile { path: name.to_string(), compiler: self.identity(), log: format!("{} ({code})\n{log}", self.error_text(code)) });
+            return Err(EngineError::Compile {
+                path: name.to_string(),
+                compiler: self.identity(),
+                log: format!("{} ({code})\n{log}", self.error_text(code)),
+            });
         }
         let image = program.code()?;
         if image.is_empty() {
-            return Err(EngineError::Compile { path: name.to_string(), compiler: self.identity(), log: format!("hiprtcGetCode gave no code object\n{log}") });
+            return Err(EngineError::Compile {
+                path: name.to_string(),
+                compiler: self.identity(),
+                log: format!("hiprtcGetCode gave no code object\n{log}"),
+            });
         }
         Ok((image, log))
     }
@@ -213,7 +243,8 @@ impl HipCompiler {
     pub fn compile(&self, source: &KernelSource, arch: &str) -> Result<HipCodeObject, EngineError> {
         let text = fs::read_to_string(&source.path).map_err(|e| EngineError::ReadSource { path: source.path.clone(), source: e })?;
         let headers = vec![(PRELUDE_NAME.to_string(), self.prelude_text.clone())];
-        let (image, log) = self.hiprtc.compile(&source.display_path, &Self::program_text(source, &text), &headers, &self.options(source, arch))?;
+        let (image, log) =
+            self.hiprtc.compile(&source.display_path, &Self::program_text(source, &text), &headers, &self.options(source, arch))?;
         let file = format!("{} (hiprtc code object for {arch})", source.display_path);
         let metadata = crate::amdgpu::read_metadata(&image, &file)?;
         let compiled = crate::amdgpu::metadata::target_arch(&metadata.target).to_string();
@@ -222,7 +253,9 @@ impl HipCompiler {
             return Err(refuse(format!("asked for {arch}, the code object is for {} ({})", compiled, metadata.target)));
         }
         for kernel in &source.kernels {
-            let found = metadata.kernel(kernel).ok_or_else(|| refuse(format!("no kernel `{kernel}` in the code object (is it `extern \"C\" __global__`?)")))?;
+            let found = metadata
+                .kernel(kernel)
+                .ok_or_else(|| refuse(format!("no kernel `{kernel}` in the code object (is it `extern \"C\" __global__`?)")))?;
             if found.wavefront_size != 32 {
                 return Err(refuse(format!("`{kernel}` was built for wave{} (the kernels assume warpSize 32)", found.wavefront_size)));
             }

@@ -103,7 +103,10 @@ impl HipBackend {
         runtime.select(options.device)?;
         let properties = runtime.properties(options.device)?;
         if properties.arch().is_empty() {
-            return Err(EngineError::LoadLibrary { library: runtime.library().to_string(), reason: "the device's gcnArchName is empty".into() });
+            return Err(EngineError::LoadLibrary {
+                library: runtime.library().to_string(),
+                reason: "the device's gcnArchName is empty".into(),
+            });
         }
         let stream = Arc::new(Stream::create(&runtime)?);
         let hiprtc = Hiprtc::discover(&hiprtc::candidates(options.hiprtc_library.as_deref(), runtime.library()))?;
@@ -199,7 +202,8 @@ impl Backend for HipBackend {
     /// (BLAS_WORKSPACE_BYTES) the engine allocates once, at the first projection.
     fn gemm_bf16(&self, request: &crate::backend::GemmBf16) -> Result<LaunchReport, EngineError> {
         let int = |v: usize, what: &str| {
-            i32::try_from(v).map_err(|_| EngineError::Op { op: "projection_bf16".into(), reason: format!("{what} = {v} does not fit rocblas_int") })
+            i32::try_from(v)
+                .map_err(|_| EngineError::Op { op: "projection_bf16".into(), reason: format!("{what} = {v} does not fit rocblas_int") })
         };
         let projection = rocblas::ProjectionBf16 {
             x: request.x,
@@ -293,7 +297,12 @@ pub struct LiveUsage {
 }
 
 impl HipModule {
-    fn load(source: &KernelSource, code_object: HipCodeObject, runtime: &Arc<Runtime>, stream: &Arc<Stream>) -> Result<HipModule, EngineError> {
+    fn load(
+        source: &KernelSource,
+        code_object: HipCodeObject,
+        runtime: &Arc<Runtime>,
+        stream: &Arc<Stream>,
+    ) -> Result<HipModule, EngineError> {
         let module = LoadedModule::load(runtime, &code_object.image).map_err(|e| EngineError::Compile {
             path: source.display_path.clone(),
             compiler: format!("hipModuleLoadData of the {} code object from {}", code_object.arch, code_object.compiler),
@@ -415,11 +424,18 @@ impl Module for HipModule {
             }
             EngineError::KernelFault { kernel: kernel.to_string(), source_path: self.source.display_path.clone(), message }
         };
-        unsafe { self.runtime.launch(k.function, dims.grid, dims.block, dims.dynamic_shared, self.stream.raw(), &mut pointers) }.map_err(|e| match &e {
-            EngineError::Vendor { code, .. } if !runtime::is_sticky(*code) => bad(format!("{shape}: {e}")),
-            _ => fault(e, "hipModuleLaunchKernel"),
-        })?;
+        unsafe { self.runtime.launch(k.function, dims.grid, dims.block, dims.dynamic_shared, self.stream.raw(), &mut pointers) }.map_err(
+            |e| match &e {
+                EngineError::Vendor { code, .. } if !runtime::is_sticky(*code) => bad(format!("{shape}: {e}")),
+                _ => fault(e, "hipModuleLaunchKernel"),
+            },
+        )?;
         self.runtime.synchronize().map_err(|e| fault(e, "hipDeviceSynchronize after hipModuleLaunchKernel"))?;
-        Ok(LaunchReport { blocks: dims.grid.iter().map(|&d| d as u64).product(), switches: 0, inactive_lane_reads: 0, block_threads: dims.block.iter().product() })
+        Ok(LaunchReport {
+            blocks: dims.grid.iter().map(|&d| d as u64).product(),
+            switches: 0,
+            inactive_lane_reads: 0,
+            block_threads: dims.block.iter().product(),
+        })
     }
 }

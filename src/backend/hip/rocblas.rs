@@ -93,7 +93,13 @@ impl Rocblas {
             return Ok(());
         }
         let (name, message) = status_text(status);
-        Err(EngineError::Vendor { library: self.library().to_string(), call: call.to_string(), code: status as i64, name: name.into(), message: message.into() })
+        Err(EngineError::Vendor {
+            library: self.library().to_string(),
+            call: call.to_string(),
+            code: status as i64,
+            name: name.into(),
+            message: message.into(),
+        })
     }
 }
 
@@ -151,7 +157,10 @@ impl BlasHandle {
         if bytes > 0 && unsafe { (api.rocblas_is_managing_device_memory)(self.raw) } {
             return Err(EngineError::Op {
                 op: "projection_bf16".into(),
-                reason: format!("{}: rocblas_is_managing_device_memory is true after rocblas_set_workspace of {bytes} bytes", self.rocblas.library()),
+                reason: format!(
+                    "{}: rocblas_is_managing_device_memory is true after rocblas_set_workspace of {bytes} bytes",
+                    self.rocblas.library()
+                ),
             });
         }
         Ok(())

@@ -84,7 +84,8 @@ impl Runtime {
 
     /// The error for `code` returned by `call`, named as HIP names it.
     pub fn error(&self, call: &str, code: hipError_t) -> EngineError {
-        let name = c_str(unsafe { (self.api.hipGetErrorName)(code) }).filter(|n| !n.is_empty()).unwrap_or_else(|| format!("hipError_t {code}"));
+        let name =
+            c_str(unsafe { (self.api.hipGetErrorName)(code) }).filter(|n| !n.is_empty()).unwrap_or_else(|| format!("hipError_t {code}"));
         let mut message = c_str(unsafe { (self.api.hipGetErrorString)(code) }).unwrap_or_else(|| "no description from HIP".to_string());
         if let Some(lost) = self.lost() {
             message.push_str(&format!(" (the HIP device is unusable since {lost})"));

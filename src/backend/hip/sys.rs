@@ -8,10 +8,10 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
-pub use crate::backend::cuda::sys::Dylib;
-pub(crate) use crate::backend::cuda::sys::c_str;
 use crate::EngineError;
+pub use crate::backend::cuda::sys::Dylib;
 use crate::backend::cuda::sys::api_table;
+pub(crate) use crate::backend::cuda::sys::c_str;
 
 pub type hipError_t = c_int;
 pub type hipModule_t = *mut c_void;

@@ -91,7 +91,8 @@ fn gcn_arch_name_is_read_at_offset_1160() {
 #[test]
 fn without_libamdhip64_the_error_names_the_library() {
     let missing = "/nonexistent/libamdhip64.so.6";
-    let error = HipBackend::probe(HipOptions { runtime_library: Some(missing.into()), ..HipOptions::for_root(&root()) }).err().expect("no library");
+    let error =
+        HipBackend::probe(HipOptions { runtime_library: Some(missing.into()), ..HipOptions::for_root(&root()) }).err().expect("no library");
     let text = error.to_string();
     assert!(matches!(error, EngineError::LoadLibrary { .. }), "{text}");
     assert!(text.contains(missing) && text.contains("ROCm 6.3"), "{text}");
@@ -129,7 +130,8 @@ fn a_runtime_without_devices_fails_the_probe_with_hips_error_name() {
 
 /// A gfx1201 code object of tf_embed_dense from clang-22 (the static path).
 fn embed_code_object(dir: &Path) -> PathBuf {
-    let clang = crate::amdgpu::HipClang::discover().expect("the hip backend's tests need clang-22 (apt-get install clang-22 lld-22 llvm-22)");
+    let clang =
+        crate::amdgpu::HipClang::discover().expect("the hip backend's tests need clang-22 (apt-get install clang-22 lld-22 llvm-22)");
     let s = source("kernels/tf_embed_dense.hip", &["tf_embed_dense"]);
     clang.build(&s, "gfx1201", &root().join("kernels/hip/prelude.h"), &dir.join("co")).unwrap().path
 }
@@ -150,7 +152,12 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         // no libhiprtc here: hiprtc came from libamdhip64 itself, as on ROCm 5.x
         assert_eq!(backend.compiler().hiprtc().library(), hip.display().to_string());
         let toolchain = backend.toolchain();
-        assert!(toolchain.contains("hiprtc 6.4") && toolchain.contains("HIP runtime 6.4.43483") && toolchain.contains("gfx1201:sramecc-:xnack-"), "{toolchain}");
+        assert!(
+            toolchain.contains("hiprtc 6.4")
+                && toolchain.contains("HIP runtime 6.4.43483")
+                && toolchain.contains("gfx1201:sramecc-:xnack-"),
+            "{toolchain}"
+        );
 
         // buffers: zero-filled, written and read at offsets, bounds checked
         let mut buffer = backend.allocate(64).unwrap();
@@ -167,7 +174,12 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         let s = source("kernels/tf_embed_dense.hip", &["tf_embed_dense"]);
         let module = backend.load_module(&s).unwrap();
         let used = fake.last_options();
-        for option in ["--offload-arch=gfx1201 ", "-mcode-object-version=5 ", "-ffp-contract=off ", &format!("-I{} ", root().join("kernels").display())] {
+        for option in [
+            "--offload-arch=gfx1201 ",
+            "-mcode-object-version=5 ",
+            "-ffp-contract=off ",
+            &format!("-I{} ", root().join("kernels").display()),
+        ] {
             assert!(used.contains(option), "{option} not in {used}");
         }
         let note = backend.code_object(&s).unwrap().metadata.kernel("tf_embed_dense").unwrap().clone();
@@ -195,13 +207,30 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
 
         // a compile error comes back with hiprtc's log
         let broken = dir.path().join("broken.hip");
-        std::fs::write(&broken, "#include \"common.h\"\nextern \"C\" __global__ void broken(float* x) { x[0] = undefined_name; }\n").unwrap();
-        let s = KernelSource { path: broken, display_path: "kernels/broken.hip".into(), kernels: vec!["broken".into()], include_dirs: vec![root().join("kernels")] };
+        std::fs::write(&broken, "#include \"common.h\"\nextern \"C\" __global__ void broken(float* x) { x[0] = undefined_name; }\n")
+            .unwrap();
+        let s = KernelSource {
+            path: broken,
+            display_path: "kernels/broken.hip".into(),
+            kernels: vec!["broken".into()],
+            include_dirs: vec![root().join("kernels")],
+        };
         let text = backend.load_module(&s).err().unwrap().to_string();
-        assert!(text.contains("kernels/broken.hip") && text.contains("undefined_name") && text.contains("HIPRTC_ERROR_COMPILATION"), "{text}");
+        assert!(
+            text.contains("kernels/broken.hip") && text.contains("undefined_name") && text.contains("HIPRTC_ERROR_COMPILATION"),
+            "{text}"
+        );
 
         // rocBLAS without the workspace calls: the first BF16 projection is refused by name
-        let request = GemmBf16 { m: 1, n: 1, k: 1, x: buffer.device_address(), w: buffer.device_address(), y: buffer.device_address(), y_dtype: DType::F32 };
+        let request = GemmBf16 {
+            m: 1,
+            n: 1,
+            k: 1,
+            x: buffer.device_address(),
+            w: buffer.device_address(),
+            y: buffer.device_address(),
+            y_dtype: DType::F32,
+        };
         let error = backend.gemm_bf16(&request).unwrap_err();
         let text = error.to_string();
         assert!(matches!(&error, EngineError::MissingSymbol { symbol, .. } if symbol == "rocblas_set_workspace"), "{text}");
