@@ -39,53 +39,53 @@ struct Flags {
     /// Gate 4 alone, from the compiler's figures, with no device (gates 1-3 are not run).
     #[arg(long = "static", requires = "arch")]
     static_only: bool,
-    #[arg(long, value_enum, default_value = "host")]
+    #[arg(long, global = true, value_enum, default_value = "host")]
     backend: BackendChoice,
     /// The repository: contracts/, controls/ and kernels/ are found under it.
-    #[arg(long)]
+    #[arg(long, global = true)]
     root: Option<PathBuf>,
     /// Contracts folder (default: <root>/contracts).
-    #[arg(long)]
+    #[arg(long, global = true)]
     contracts: Option<PathBuf>,
     /// Controls folder (default: <root>/controls).
-    #[arg(long)]
+    #[arg(long, global = true)]
     controls: Option<PathBuf>,
     /// Kernel sources folder (default: <root>/kernels).
-    #[arg(long)]
+    #[arg(long, global = true)]
     kernels: Option<PathBuf>,
     /// Run only this op's contract and controls (repeatable).
-    #[arg(long = "only", value_name = "OP")]
+    #[arg(long = "only", value_name = "OP", global = true)]
     only: Vec<String>,
     /// Skip the planted controls.
-    #[arg(long)]
+    #[arg(long, global = true)]
     no_controls: bool,
     /// Seed of every input (the same seed gives the same bytes on every backend).
-    #[arg(long, default_value_t = runner::DEFAULT_SEED)]
+    #[arg(long, global = true, default_value_t = runner::DEFAULT_SEED)]
     seed: u64,
     /// Launches per case for the repeat gate (at least 3).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(3..=16))]
+    #[arg(long, global = true, default_value_t = 3, value_parser = clap::value_parser!(u16).range(3..=16))]
     repeats: u16,
     /// Host backend: OS threads running blocks (default: every core; 1 replays deterministically).
-    #[arg(long)]
+    #[arg(long, global = true)]
     workers: Option<usize>,
     /// Host backend: warp size, 32 (gfx1201 wave32, NVIDIA) or 64.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, global = true, default_value_t = 32)]
     warp_size: u32,
     /// Where built host kernels are cached (default: <root>/target/kernel-cache).
-    #[arg(long)]
+    #[arg(long, global = true)]
     cache_dir: Option<PathBuf>,
     /// A limit problem (live figures that differ from the recorded ones) fails the record.
-    #[arg(long)]
+    #[arg(long, global = true)]
     strict_limits: bool,
     /// With a GPU backend: also launch every case on the host backend and put the largest ulp
     /// distance between the two backends' outputs in the JSON report.
-    #[arg(long)]
+    #[arg(long, global = true)]
     compare_host: bool,
     /// Print the README's table of ops under contract and exit.
-    #[arg(long)]
+    #[arg(long, global = true)]
     ops_table: bool,
     /// The JSON report (default: <root>/reports/last/<arch>.json).
-    #[arg(long)]
+    #[arg(long, global = true)]
     report: Option<PathBuf>,
 }
 
