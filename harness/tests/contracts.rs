@@ -158,9 +158,16 @@ fn bad_flags_and_absent_backends_exit_2_and_auto_says_it_fell_back() {
     // Debian's ROCm 5.2 runtime is installed by .ci/run and finds no device
     let (code, _, stderr) = contracts(&["--backend", "hip"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("no HIP device found") && (stderr.contains("hipErrorInvalidDevice (101)") || stderr.contains("hipErrorNoDevice (100)")), "{stderr}");
+    assert!(
+        stderr.contains("no HIP device found")
+            && (stderr.contains("hipErrorInvalidDevice (101)") || stderr.contains("hipErrorNoDevice (100)")),
+        "{stderr}"
+    );
     let (code, lines, _) = contracts(&["--backend", "auto", "--only", "tf_softmax_stats", "--no-controls", "--report", "/dev/null"]);
-    assert!(lines[0].starts_with("backend auto: no HIP device") && lines[0].contains("libcuda.so.1") && lines[0].ends_with("using host"), "{lines:?}");
+    assert!(
+        lines[0].starts_with("backend auto: no HIP device") && lines[0].contains("libcuda.so.1") && lines[0].ends_with("using host"),
+        "{lines:?}"
+    );
     assert_eq!(code, 0, "{lines:?}");
 }
 

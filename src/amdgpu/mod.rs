@@ -15,6 +15,23 @@ pub use static_build::{CodeObject, HipClang, extern_c_kernels};
 /// The architecture the static path targets first (RDNA4, wave32).
 pub const GFX1201: &str = "gfx1201";
 
+/// A code object's figures as the limits gate names them (the static path and the hip
+/// backend's live cross-checked figures alike).
+pub fn engine_usage(usage: &ResourceUsage, compiler: &str) -> crate::backend::ResourceUsage {
+    let figures = [
+        ("vgprs", usage.vgprs),
+        ("sgprs", usage.sgprs),
+        ("lds", usage.lds_bytes),
+        ("scratch", usage.scratch_bytes),
+        ("vgpr_spills", usage.vgpr_spills),
+        ("sgpr_spills", usage.sgpr_spills),
+    ];
+    crate::backend::ResourceUsage {
+        figures: figures.into_iter().map(|(k, v)| (k.to_string(), v as u64)).collect(),
+        compiler: compiler.to_string(),
+    }
+}
+
 /// The gfx static path behind the engine's `StaticCompiler`: clang builds the code object,
 /// its metadata note gives the figures.
 pub struct Gfx1201Static {
@@ -40,17 +57,6 @@ impl crate::backend::StaticCompiler for Gfx1201Static {
     ) -> Result<crate::backend::ResourceUsage, crate::EngineError> {
         let code_object = self.clang.build(source, &self.arch, &self.prelude, &self.cache_dir)?;
         let usage = code_object.resource_usage(kernel).map_err(crate::EngineError::from)?;
-        let figures = [
-            ("vgprs", usage.vgprs),
-            ("sgprs", usage.sgprs),
-            ("lds", usage.lds_bytes),
-            ("scratch", usage.scratch_bytes),
-            ("vgpr_spills", usage.vgpr_spills),
-            ("sgpr_spills", usage.sgpr_spills),
-        ];
-        Ok(crate::backend::ResourceUsage {
-            figures: figures.into_iter().map(|(k, v)| (k.to_string(), v as u64)).collect(),
-            compiler: code_object.compiler.clone(),
-        })
+        Ok(engine_usage(&usage, &code_object.compiler))
     }
 }

@@ -369,18 +369,7 @@ impl HipModule {
                 reason: format!("kernel `{kernel}`: {}", disagreements.join("; ")),
             });
         }
-        let figures = [
-            ("vgprs", usage.vgprs),
-            ("sgprs", usage.sgprs),
-            ("lds", usage.lds_bytes),
-            ("scratch", usage.scratch_bytes),
-            ("vgpr_spills", usage.vgpr_spills),
-            ("sgpr_spills", usage.sgpr_spills),
-        ];
-        Ok(crate::backend::ResourceUsage {
-            figures: figures.into_iter().map(|(k, v)| (k.to_string(), v as u64)).collect(),
-            compiler: self.code_object.compiler.clone(),
-        })
+        Ok(crate::amdgpu::engine_usage(&usage, &self.code_object.compiler))
     }
 }
 
