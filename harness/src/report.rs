@@ -194,13 +194,13 @@ impl Summary {
     }
 }
 
-/// 0: every record passed and every control went red as planted; 1: a record failed or a
-/// control was missed; 2: the harness could not run all it was given (a contract or
-/// control that does not load, or nothing to run).
+/// 0: every record passed and every control went red as planted; 1: a record failed, a
+/// control was missed, or a contract or control did not load (the others still ran); 2:
+/// nothing could run (no record and no control).
 pub fn exit_code(summary: &Summary) -> i32 {
-    if summary.load_errors > 0 || summary.records == 0 {
+    if summary.records == 0 && summary.controls == 0 {
         2
-    } else if summary.fail > 0 || summary.missed > 0 {
+    } else if summary.fail > 0 || summary.missed > 0 || summary.load_errors > 0 {
         1
     } else {
         0

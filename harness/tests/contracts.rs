@@ -133,7 +133,8 @@ fn malformed_contracts_are_named_by_file_line_and_key_and_the_rest_still_run() {
     let (code, lines, stderr) =
         contracts(&["--contracts", dir.path().to_str().unwrap(), "--no-controls", "--report", dir.path().join("r.json").to_str().unwrap()]);
     let output = format!("{}\n{stderr}", lines.join("\n"));
-    assert_eq!(code, 2, "{output}");
+    // the rest ran, so not 2 (nothing could run), but a contract that does not load is red
+    assert_eq!(code, 1, "{output}");
     let error_for = |file: &str| {
         lines.iter().find(|l| l.contains(file) && l.contains(": error: ")).unwrap_or_else(|| panic!("{file}: {output}")).clone()
     };
