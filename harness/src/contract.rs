@@ -11,7 +11,7 @@ use engine::shape_expr::{ShapeExpr, Symbols};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::gate::Gate;
+use crate::gate::{Fault, Gate, Planted};
 use crate::inputs::{Generator, InputSpec};
 use crate::limits::{self, Limits};
 use crate::oracle::{self, Oracle};
@@ -42,6 +42,8 @@ pub struct Contract {
     pub findings: Vec<Finding>,
     /// `[limits.<arch>]`: recorded figures and budget per architecture.
     pub limits: BTreeMap<String, Limits>,
+    /// `timeout_seconds`: each record's time limit, where the contract sets one.
+    pub timeout_seconds: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -95,6 +97,7 @@ struct RawContract {
     finding: Vec<Spanned<RawFinding>>,
     #[serde(default)]
     limits: BTreeMap<String, Spanned<toml::Table>>,
+    timeout_seconds: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -412,9 +415,12 @@ impl Contract {
             limits.insert(arch.clone(), parse_limits(&source, arch, table)?);
         }
 
+        let timeout_seconds = raw.timeout_seconds.as_ref().map(|t| timeout(&source, t)).transpose()?;
+
         Ok(Contract {
             file: file.to_string(),
             limits,
+            timeout_seconds,
             op,
             about: raw.about,
             records,
@@ -428,6 +434,14 @@ impl Contract {
 
     pub fn record(&self, name: &str) -> Option<&Record> {
         self.records.iter().find(|r| r.name == name)
+    }
+}
+
+/// A record's time limit: whole seconds, at least 1, at most a day.
+fn timeout(source: &Source, value: &Spanned<i64>) -> Result<u64, ContractError> {
+    match *value.get_ref() {
+        seconds @ 1..=86_400 => Ok(seconds as u64),
+        other => Err(source.error(value.span().start, "timeout_seconds", format!("{other} is not a time limit (1 to 86400 seconds)"))),
     }
 }
 
@@ -521,31 +535,44 @@ fn tolerances(
     Ok(map)
 }
 
-/// A planted faulty kernel and the gate at which it must go red.
+/// A planted faulty kernel and where it must go red: at a gate, or with a fault (a crash, a
+/// timeout, a device fault) that the runner sees from outside the record's process.
 #[derive(Clone, Debug)]
 pub struct Control {
     pub file: String,
-    /// Only on this architecture (a limits control tuned to one compiler's figures).
-    pub arch: Option<String>,
+    /// Only on these architectures (a limits control tuned to one compiler's figures, a
+    /// fault that only a GPU shows); every architecture when empty. `host` means any host.
+    pub arch: Vec<String>,
     pub contract: String,
     pub record: String,
-    pub gate: Gate,
+    pub planted: Planted,
     pub bug: String,
     /// The faulty kernel source (absolute) and as reports show it.
     pub source: PathBuf,
     pub source_display: String,
+    /// The control's own time limit (a kernel that never returns need not wait the default).
+    pub timeout_seconds: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawControl {
     #[serde(default)]
-    arch: Option<String>,
+    arch: Option<Spanned<OneOrMany>>,
     contract: Spanned<String>,
     record: Spanned<String>,
-    gate: Spanned<String>,
+    gate: Option<Spanned<String>>,
+    fault: Option<Spanned<String>>,
     bug: String,
     source: Spanned<String>,
+    timeout_seconds: Option<Spanned<i64>>,
 }
 
 impl Control {
@@ -553,11 +580,29 @@ impl Control {
     pub fn parse(file: &str, text: &str, dir: &Path, repository: &Path) -> Result<Control, ContractError> {
         let source = Source { file, text };
         let raw: RawControl = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
-        let gate = Gate::parse(raw.gate.get_ref()).map_err(|e| source.error(raw.gate.span().start, "gate", e))?;
+        let planted = match (&raw.gate, &raw.fault) {
+            (Some(gate), None) => Planted::Gate(Gate::parse(gate.get_ref()).map_err(|e| source.error(gate.span().start, "gate", e))?),
+            (None, Some(fault)) => Planted::Fault(Fault::parse(fault.get_ref()).map_err(|e| source.error(fault.span().start, "fault", e))?),
+            (Some(_), Some(fault)) => {
+                return Err(source.error(fault.span().start, "fault", "a control is planted at a gate or with a fault, not both"));
+            }
+            (None, None) => return Err(source.error(0, "gate", "a control names the gate where it must go red (or a `fault`)")),
+        };
         let bug = raw.bug.trim().to_string();
         if bug.is_empty() || bug.contains('\n') {
             return Err(source.error(0, "bug", "the bug must be said in one line"));
         }
+        let arch = match raw.arch.as_ref().map(|a| (a.span().start, a.get_ref())) {
+            None => Vec::new(),
+            Some((_, OneOrMany::One(one))) => vec![one.clone()],
+            Some((at, OneOrMany::Many(many))) => {
+                if many.is_empty() {
+                    return Err(source.error(at, "arch", "an empty list runs the control nowhere: leave `arch` out to run it everywhere"));
+                }
+                many.clone()
+            }
+        };
+        let timeout_seconds = raw.timeout_seconds.as_ref().map(|t| timeout(&source, t)).transpose()?;
         let at = raw.source.span().start;
         let relative = Path::new(raw.source.get_ref());
         if relative.is_absolute() || relative.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
@@ -570,14 +615,20 @@ impl Control {
         let source_display = kernel.strip_prefix(repository).unwrap_or(&kernel).display().to_string();
         Ok(Control {
             file: file.to_string(),
-            arch: raw.arch.clone(),
+            arch,
             contract: raw.contract.get_ref().clone(),
             record: raw.record.get_ref().clone(),
-            gate,
+            planted,
             bug,
             source: kernel,
             source_display,
+            timeout_seconds,
         })
+    }
+
+    /// Whether the control runs on `arch` (`host` in its list means any `host-<cpu>`).
+    pub fn runs_on(&self, arch: &str) -> bool {
+        self.arch.is_empty() || self.arch.iter().any(|a| a == arch || (a == "host" && arch.starts_with("host-")))
     }
 
     pub fn load(path: &Path, display: &str, repository: &Path) -> Result<Control, ContractError> {
@@ -588,6 +639,57 @@ impl Control {
             message: e.to_string(),
         })?;
         Control::parse(display, &text, path.parent().unwrap_or(Path::new(".")), repository)
+    }
+}
+
+#[cfg(test)]
+mod control_tests {
+    use super::*;
+
+    fn control(text: &str) -> Result<Control, ContractError> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k.hip"), "").unwrap();
+        Control::parse("controls/c.toml", text, dir.path(), dir.path())
+    }
+
+    const BASE: &str = "contract = \"tf_add\"\nrecord = \"f32\"\nbug = \"spins\"\nsource = \"k.hip\"\n";
+
+    #[test]
+    fn a_control_is_planted_at_a_gate_or_with_a_fault_never_both_or_neither() {
+        assert_eq!(control(&format!("{BASE}gate = \"repeat\"")).unwrap().planted, Planted::Gate(Gate::Repeat));
+        assert_eq!(control(&format!("{BASE}fault = \"device-fault\"")).unwrap().planted, Planted::Fault(Fault::DeviceFault));
+        let both = control(&format!("{BASE}gate = \"repeat\"\nfault = \"crash\"")).unwrap_err();
+        assert_eq!((both.line, both.key.as_str()), (6, "fault"), "{both}");
+        let neither = control(BASE).unwrap_err();
+        assert!(neither.message.contains("names the gate"), "{neither}");
+        let unknown = control(&format!("{BASE}fault = \"hang\"")).unwrap_err();
+        assert_eq!((unknown.line, unknown.key.as_str()), (5, "fault"), "{unknown}");
+        assert!(unknown.message.contains("crash, timeout, device-fault"), "{unknown}");
+    }
+
+    #[test]
+    fn time_limits_are_whole_seconds_within_a_day() {
+        let c = control(&format!("{BASE}fault = \"timeout\"\ntimeout_seconds = 5")).unwrap();
+        assert_eq!(c.timeout_seconds, Some(5));
+        for bad in ["0", "-3", "86401"] {
+            let e = control(&format!("{BASE}fault = \"timeout\"\ntimeout_seconds = {bad}")).unwrap_err();
+            assert_eq!((e.line, e.key.as_str()), (6, "timeout_seconds"), "{e}");
+        }
+        let e = control(&format!("{BASE}fault = \"timeout\"\ntimeout_seconds = 2.5")).unwrap_err();
+        assert_eq!(e.line, 6, "{e}");
+    }
+
+    #[test]
+    fn arch_takes_one_name_or_a_list_and_host_means_any_host() {
+        let one = control(&format!("{BASE}gate = \"limits\"\narch = \"gfx1201\"")).unwrap();
+        assert!(one.runs_on("gfx1201") && !one.runs_on("sm_90"));
+        let many = control(&format!("{BASE}fault = \"device-fault\"\narch = [\"sm_90\", \"gfx1201\"]")).unwrap();
+        assert!(many.runs_on("sm_90") && many.runs_on("gfx1201") && !many.runs_on("host-x86_64"));
+        let host = control(&format!("{BASE}fault = \"crash\"\narch = \"host\"")).unwrap();
+        assert!(host.runs_on("host-x86_64") && host.runs_on("host-aarch64") && !host.runs_on("sm_90"));
+        assert!(control(&format!("{BASE}gate = \"shapes\"")).unwrap().runs_on("sm_90"));
+        let empty = control(&format!("{BASE}gate = \"shapes\"\narch = []")).unwrap_err();
+        assert_eq!(empty.key, "arch", "{empty}");
     }
 }
 

@@ -9,7 +9,7 @@ use crate::format;
 use crate::tolerance::{Tolerance, bits_in, round_to, ulp_distance};
 
 /// One failed check: how many elements failed and the first one, in words.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Failure {
     pub count: usize,
     pub total: usize,
@@ -85,11 +85,13 @@ pub fn repeat(dtype: DType, shape: &[usize], launches: &[Vec<u8>], poisons: &[Ve
 }
 
 /// Error figures of one output against the oracle.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Metrics {
     pub elements: usize,
     pub mismatches: usize,
+    #[serde(deserialize_with = "crate::format::number_or_null")]
     pub max_abs_error: f64,
+    #[serde(deserialize_with = "crate::format::number_or_null")]
     pub mean_abs_error: f64,
     /// Against the oracle rounded to the output type.
     pub max_ulp: u64,

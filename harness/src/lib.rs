@@ -7,6 +7,7 @@ pub mod format;
 pub mod gate;
 pub mod gates;
 pub mod inputs;
+pub mod isolation;
 pub mod limits;
 pub mod ops_table;
 pub mod oracle;

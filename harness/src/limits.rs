@@ -58,7 +58,7 @@ pub fn complete(usage: &ResourceUsage) -> BTreeMap<String, u64> {
     figures
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct LimitsReport {
     pub arch: String,
     /// `live` (the runtime's figures) or `static` (the compiler's, without a device).

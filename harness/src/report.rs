@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::gate::Gate;
+use crate::gate::{Fault, Gate, Planted};
 use crate::runner::{ContractErrorView, Outcome, RecordResult, RunReport};
 
 /// `nonfinite, repeat and shapes`
@@ -64,19 +64,23 @@ fn failure_text(f: &crate::runner::GateFailure) -> String {
 pub fn record_line(r: &RecordResult) -> String {
     let title = title(r);
     if let Some(control) = &r.control {
-        let others: Vec<Gate> = r.failures.iter().map(|f| f.gate).filter(|g| *g != control.gate).collect();
+        let gate = match control.planted {
+            Planted::Gate(gate) => gate,
+            Planted::Fault(fault) => return fault_control_line(r, &title, fault),
+        };
+        let others: Vec<Gate> = r.failures.iter().map(|f| f.gate).filter(|g| *g != gate).collect();
         let also = if others.is_empty() { String::new() } else { format!("; also red at {}", gate_list(&others)) };
         return match r.outcome {
             Outcome::RedAsPlanted => {
-                let planted = r.failures.iter().find(|f| f.gate == control.gate).unwrap();
-                format!("{title} red at {} as planted: {}{also}", control.gate, failure_text(planted))
+                let planted = r.failures.iter().find(|f| f.gate == gate).unwrap();
+                format!("{title} red at {gate} as planted: {}{also}", failure_text(planted))
             }
             _ => match &r.error {
-                Some(e) => format!("{title} MISSED: planted to go red at {}, but no gate ran: {}", control.gate, first_line(e)),
+                Some(e) => format!("{title} MISSED: planted to go red at {gate}, but no gate ran: {}", first_line(e)),
                 None if others.is_empty() => {
-                    format!("{title} MISSED: green at {} where it was planted to go red, and green at every gate", control.gate)
+                    format!("{title} MISSED: green at {gate} where it was planted to go red, and green at every gate")
                 }
-                None => format!("{title} MISSED: green at {} where it was planted to go red{also}", control.gate),
+                None => format!("{title} MISSED: green at {gate} where it was planted to go red{also}"),
             },
         };
     }
@@ -108,6 +112,24 @@ pub fn record_line(r: &RecordResult) -> String {
             }
             parts.extend(r.stale_findings.iter().map(|s| format!("FAIL: {s}")));
             format!("{title} {}", parts.join("; "))
+        }
+    }
+}
+
+/// A control planted to crash, time out or fault the device: red when its process or context
+/// went down that way, with the cause the runner saw.
+fn fault_control_line(r: &RecordResult, title: &str, planted: Fault) -> String {
+    let cause = r.error.as_deref().map(first_line).unwrap_or("");
+    match (r.outcome.clone(), r.fault) {
+        (Outcome::RedAsPlanted, _) => format!("{title} red at {planted} as planted: {cause}"),
+        (_, Some(other)) => format!("{title} MISSED: planted to end in a {planted}, but it ended in a {other}: {cause}"),
+        (_, None) if r.error.is_some() => format!("{title} MISSED: planted to end in a {planted}, but it errored: {cause}"),
+        (_, None) if r.failures.is_empty() => {
+            format!("{title} MISSED: planted to end in a {planted}, but it ran to the end, green at every gate")
+        }
+        (_, None) => {
+            let red: Vec<Gate> = r.failures.iter().map(|f| f.gate).collect();
+            format!("{title} MISSED: planted to end in a {planted}, but it ran to the end (red at {})", gate_list(&red))
         }
     }
 }
@@ -274,6 +296,7 @@ mod tests {
             findings: Vec::new(),
             stale_findings: Vec::new(),
             error: None,
+            fault: None,
             tolerances: [("out".to_string(), tolerance.to_string())].into(),
             cases: vec![case(64, 0, 0.0), case(910, 0, 0.0), case(7168, 0, 0.0)],
             limits: None,
@@ -300,7 +323,7 @@ mod tests {
     }
 
     fn control(bug: &str, gate: Gate) -> ControlInfo {
-        ControlInfo { file: "controls/x.toml".into(), bug: bug.into(), gate, source: "controls/x.hip".into() }
+        ControlInfo { file: "controls/x.toml".into(), bug: bug.into(), planted: Planted::Gate(gate), source: "controls/x.hip".into() }
     }
 
     #[test]
@@ -345,6 +368,52 @@ mod tests {
             .iter()
             .flat_map(|r| std::iter::once(record_line(r)).chain(detail_lines(r)))
             .collect();
+        insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    #[test]
+    fn fault_control_lines() {
+        let planted = |fault: Fault| ControlInfo {
+            file: "controls/faults/x.toml".into(),
+            bug: "one store lands 2^40 elements past the output".into(),
+            planted: Planted::Fault(fault),
+            source: "controls/faults/x.hip".into(),
+        };
+        let faulted = |fault: Fault, got: Option<Fault>, outcome: Outcome, error: Option<&str>| {
+            let mut r = record("f32", outcome, "exact");
+            r.control = Some(planted(fault));
+            r.fault = got;
+            r.error = error.map(str::to_string);
+            r
+        };
+        let crash = "crashed: SIGSEGV in case {rows = 1, k = 1}\nits standard error ended with:\nSegmentation fault";
+        let lines: Vec<String> = [
+            faulted(Fault::Crash, Some(Fault::Crash), Outcome::RedAsPlanted, Some(crash)),
+            faulted(Fault::Timeout, Some(Fault::Timeout), Outcome::RedAsPlanted, Some("timed out after 5 s in case {rows = 1, k = 1}: its process was killed")),
+            faulted(
+                Fault::DeviceFault,
+                Some(Fault::DeviceFault),
+                Outcome::RedAsPlanted,
+                Some("case {rows = 1, k = 1}: kernel `tf_add` (controls/faults/x.hip) faulted: cuCtxSynchronize after cuLaunchKernel: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered"),
+            ),
+            faulted(Fault::Crash, Some(Fault::Timeout), Outcome::Missed, Some("timed out after 30 s: its process was killed")),
+            faulted(Fault::Timeout, None, Outcome::Missed, Some("case {rows = 1, k = 1}: inputs.a: no such generator")),
+            faulted(Fault::Timeout, None, Outcome::Missed, None),
+            {
+                let mut r = faulted(Fault::Crash, None, Outcome::Missed, None);
+                r.failures = vec![shapes_failure(vec![2])];
+                r
+            },
+            {
+                let mut r = record("f32", Outcome::Error, "exact");
+                r.fault = Some(Fault::Crash);
+                r.error = Some(crash.into());
+                r
+            },
+        ]
+        .iter()
+        .flat_map(|r| std::iter::once(record_line(r)).chain(detail_lines(r)))
+        .collect();
         insta::assert_snapshot!(lines.join("\n"));
     }
 

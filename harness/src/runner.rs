@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::contract::{Case, Contract, ContractError, Control, Record};
 use crate::format;
-use crate::gate::Gate;
+use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
 use crate::inputs::tensor_seed;
 use crate::limits::{self, LimitsReport};
@@ -36,7 +36,15 @@ pub struct Settings {
     pub repeats: usize,
     /// A limit problem (figures that differ from the recorded ones) fails the record.
     pub strict_limits: bool,
+    /// Each record's time limit where neither its contract nor its control sets one.
+    pub timeout_seconds: u64,
+    /// Records run in child processes, so crash and timeout controls can run.
+    pub isolated: bool,
 }
+
+/// The time limit of a record whose contract and control set none, and no flag either: the
+/// one place this default is set.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
 
 pub const DEFAULT_SEED: u64 = 0x6b65_726e_656c;
 
@@ -56,7 +64,7 @@ pub fn launch_schedule(launch: usize, seed: u64) -> Schedule {
     Schedule { shared_poison: Some([0xff, 0x00, 0xa5, 0x5a, 0x3c][launch % 5]), block_order, wake_reverse: launch % 2 == 1 }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Pass,
@@ -68,7 +76,7 @@ pub enum Outcome {
 }
 
 /// A gate that went red: its first failing case and tensor.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct GateFailure {
     pub gate: Gate,
     pub case_index: usize,
@@ -81,15 +89,26 @@ pub struct GateFailure {
     pub failing_cases: Vec<usize>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct ControlInfo {
     pub file: String,
     pub bug: String,
-    pub gate: Gate,
+    pub planted: Planted,
     pub source: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+impl ControlInfo {
+    pub fn of(control: &Control) -> ControlInfo {
+        ControlInfo {
+            file: control.file.clone(),
+            bug: control.bug.clone(),
+            planted: control.planted,
+            source: control.source_display.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct CaseReport {
     pub symbols: BTreeMap<String, i64>,
     pub seeds: BTreeMap<String, u64>,
@@ -104,7 +123,7 @@ pub struct CaseReport {
     pub cross_backend: Option<Result<BTreeMap<String, u64>, String>>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct RecordResult {
     pub op: String,
     pub record: String,
@@ -118,6 +137,10 @@ pub struct RecordResult {
     pub findings: Vec<String>,
     pub stale_findings: Vec<String>,
     pub error: Option<String>,
+    /// The record's process died, ran past its time limit, or lost its device context
+    /// (`error` says how); outcome Error, or red as planted for a fault control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
     pub tolerances: BTreeMap<String, String>,
     pub cases: Vec<CaseReport>,
     /// Gate 4's figures and verdicts, where it ran.
@@ -179,7 +202,7 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    fn empty(arch: &str, backend: &str, toolchain: &str, settings: &Settings, repeats: usize, gates_run: &[Gate]) -> RunReport {
+    pub(crate) fn empty(arch: &str, backend: &str, toolchain: &str, settings: &Settings, repeats: usize, gates_run: &[Gate]) -> RunReport {
         RunReport {
             arch: arch.to_string(),
             backend: backend.to_string(),
@@ -284,7 +307,7 @@ pub fn run_compared(
 
     let run_started = Instant::now();
     let mut inputs = InputCache::default();
-    let context = RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules };
+    let context = RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules, on_case: None };
     for contract in &contracts {
         let module = match contract.op.source {
             Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
@@ -310,7 +333,7 @@ pub fn run_compared(
 }
 
 /// Loads contracts and the controls that apply here; what cannot load is reported, never fatal.
-fn load(
+pub(crate) fn load(
     settings: &Settings,
     arch: &str,
     gates_run: &[Gate],
@@ -372,8 +395,8 @@ fn load(
                         format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")),
                     ));
                 }
-                if !gates_run.contains(&c.gate) || c.arch.as_ref().is_some_and(|a| a != arch) {
-                    not_applicable.push(format!("{} ({})", c.file, c.gate));
+                if !control_applies(&c, arch, gates_run, settings.isolated) {
+                    not_applicable.push(format!("{} ({})", c.file, c.planted));
                     return Ok(None);
                 }
                 Ok(Some(c))
@@ -401,7 +424,19 @@ fn load(
     (contracts, controls)
 }
 
-fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource {
+/// Whether a control can go red here: its gate runs, its arch is this one, and a planted
+/// crash or timeout only where records run in child processes (in one process it would take
+/// the whole run down); a device fault only on a GPU.
+fn control_applies(control: &Control, arch: &str, gates_run: &[Gate], isolated: bool) -> bool {
+    let possible = match control.planted {
+        Planted::Gate(gate) => gates_run.contains(&gate),
+        Planted::Fault(Fault::Crash | Fault::Timeout) => isolated,
+        Planted::Fault(Fault::DeviceFault) => isolated && !arch.starts_with("host"),
+    };
+    possible && control.runs_on(arch)
+}
+
+pub(crate) fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource {
     KernelSource {
         path: path.to_path_buf(),
         display_path: display(&settings.root, path),
@@ -410,14 +445,14 @@ fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource
     }
 }
 
-type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
+pub(crate) type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
 
 /// Generated inputs by (seed, dtype, shape): records of one op share their inputs, and a
 /// large table is generated once, not once per record.
 #[derive(Default)]
-struct InputCache(HashMap<(u64, engine::DType, Vec<usize>), Arc<Vec<u8>>>);
+pub(crate) struct InputCache(HashMap<(u64, engine::DType, Vec<usize>), Arc<Vec<u8>>>);
 
-fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
+pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = std::sync::Mutex::new(Built::new());
     let threads = engine::backend::host::worker_count().clamp(1, 8);
@@ -449,16 +484,58 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// What every record of a run shares.
-struct RunContext<'a> {
-    backend: &'a dyn Backend,
-    settings: &'a Settings,
-    gates_run: &'a [Gate],
+pub(crate) struct RunContext<'a> {
+    pub backend: &'a dyn Backend,
+    pub settings: &'a Settings,
+    pub gates_run: &'a [Gate],
     /// A second backend every case is compared with (the host for a GPU run).
-    reference: Option<&'a dyn Backend>,
-    reference_modules: &'a Built,
+    pub reference: Option<&'a dyn Backend>,
+    pub reference_modules: &'a Built,
+    /// Told the case about to run, so a crash can be placed in it.
+    pub on_case: Option<&'a dyn Fn(&str)>,
 }
 
-fn run_record(
+/// A record's result before anything ran: what the runner knows from the contract alone.
+pub(crate) fn new_result(contract: &Contract, record: &Record, control: Option<&Control>, gates_run: &[Gate]) -> RecordResult {
+    RecordResult {
+        op: contract.op.name.to_string(),
+        record: record.name.clone(),
+        contract_file: contract.file.clone(),
+        control: control.map(ControlInfo::of),
+        outcome: Outcome::Pass,
+        gates_run: gates_run.to_vec(),
+        failures: Vec::new(),
+        findings: Vec::new(),
+        stale_findings: Vec::new(),
+        error: None,
+        fault: None,
+        tolerances: record.tolerances.iter().map(|(k, (t, _))| (k.clone(), t.to_string())).collect(),
+        cases: Vec::new(),
+        limits: None,
+        cross_backend_max_ulp: None,
+        seconds: 0.0,
+    }
+}
+
+/// A record that did not come back from its process: it errored with `fault`, as `error` says.
+pub(crate) fn faulted_result(
+    contract: &Contract,
+    record: &Record,
+    control: Option<&Control>,
+    gates_run: &[Gate],
+    arch: &str,
+    (fault, error): (Option<Fault>, String),
+    seconds: f64,
+) -> RecordResult {
+    let mut result = new_result(contract, record, control, gates_run);
+    result.fault = fault;
+    result.error = Some(error);
+    result.seconds = seconds;
+    result.outcome = decide(&mut result, contract, control, arch, gates_run);
+    result
+}
+
+pub(crate) fn run_record(
     context: &RunContext,
     contract: &Contract,
     record: &Record,
@@ -468,27 +545,14 @@ fn run_record(
 ) -> RecordResult {
     let RunContext { backend, gates_run, .. } = *context;
     let started = Instant::now();
-    let mut result = RecordResult {
-        op: contract.op.name.to_string(),
-        record: record.name.clone(),
-        contract_file: contract.file.clone(),
-        control: control.map(|c| ControlInfo { file: c.file.clone(), bug: c.bug.clone(), gate: c.gate, source: c.source_display.clone() }),
-        outcome: Outcome::Pass,
-        gates_run: gates_run.to_vec(),
-        failures: Vec::new(),
-        findings: Vec::new(),
-        stale_findings: Vec::new(),
-        error: None,
-        tolerances: record.tolerances.iter().map(|(k, (t, _))| (k.clone(), t.to_string())).collect(),
-        cases: Vec::new(),
-        limits: None,
-        cross_backend_max_ulp: None,
-        seconds: 0.0,
-    };
+    let mut result = new_result(contract, record, control, gates_run);
     match module {
         Err(e) => result.error = Some(e.clone()),
         Ok(module) => {
             for (index, case) in contract.cases.iter().enumerate() {
+                if let Some(on_case) = context.on_case {
+                    on_case(&case.describe(contract.op));
+                }
                 match run_case(context, contract, record, module.as_deref(), index, case, inputs) {
                     Ok((case_report, failures)) => {
                         result.cases.push(case_report);
@@ -551,6 +615,13 @@ fn run_record(
         }
     }
     result.failures.sort_by_key(|f| f.gate);
+    if let Some(lost) = backend.device_lost() {
+        // the context is unusable: whatever this record saw, the device fault is its result
+        result.fault = Some(Fault::DeviceFault);
+        if result.error.is_none() {
+            result.error = Some(lost);
+        }
+    }
     result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run);
     result.seconds = started.elapsed().as_secs_f64();
     result
@@ -637,7 +708,11 @@ fn add_limits_failure(result: &mut RecordResult, report: &LimitsReport, strict: 
 /// record; a finding whose gate now passes is stale and fails the record.
 fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Control>, arch: &str, gates_run: &[Gate]) -> Outcome {
     if let Some(control) = control {
-        return if result.error.is_none() && result.failed(control.gate) { Outcome::RedAsPlanted } else { Outcome::Missed };
+        let red = match control.planted {
+            Planted::Gate(gate) => result.error.is_none() && result.failed(gate),
+            Planted::Fault(fault) => result.fault == Some(fault),
+        };
+        return if red { Outcome::RedAsPlanted } else { Outcome::Missed };
     }
     if result.error.is_some() {
         return Outcome::Error;
@@ -993,18 +1068,14 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 op: contract.op.name.to_string(),
                 record: record.name.clone(),
                 contract_file: contract.file.clone(),
-                control: control.map(|c| ControlInfo {
-                    file: c.file.clone(),
-                    bug: c.bug.clone(),
-                    gate: c.gate,
-                    source: c.source_display.clone(),
-                }),
+                control: control.map(ControlInfo::of),
                 outcome: Outcome::Pass,
                 gates_run: gates_run.clone(),
                 failures: Vec::new(),
                 findings: Vec::new(),
                 stale_findings: Vec::new(),
                 error: None,
+                fault: None,
                 tolerances: BTreeMap::new(),
                 cases: Vec::new(),
                 limits: None,

@@ -110,7 +110,7 @@ fn each_control_swapped_in_for_its_kernel_fails_the_run_at_its_gate() {
             .iter()
             .find(|l| l.starts_with(&format!("{} ({}) FAIL", op.name, control.record)))
             .unwrap_or_else(|| panic!("no FAIL line for record `{}`: {output}", control.record));
-        assert!(line.contains(&format!("at {}: ", control.gate)), "gate {} not named: {line}", control.gate);
+        assert!(line.contains(&format!("at {}: ", control.planted)), "gate {} not named: {line}", control.planted);
         assert!(line.contains("first ["), "first differing element not named: {line}");
         assert!(lines.last().unwrap().contains(" 0 controls"), "{output}");
     }
@@ -208,4 +208,119 @@ fn gfx1201_static_limits_hold_for_every_contract_and_the_limits_controls_go_red(
 #[test]
 fn sm_90_static_limits_hold_for_every_contract_and_the_limits_controls_go_red() {
     static_limits_hold("sm_90", 2);
+}
+
+/// The lines a run prints for its records and controls, without the timing line.
+fn result_lines(lines: &[String]) -> Vec<String> {
+    lines.iter().filter(|l| !l.starts_with("ran ") && !l.starts_with("SUMMARY ")).cloned().collect()
+}
+
+#[test]
+fn fault_controls_go_red_with_their_cause_and_every_other_record_reads_as_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let only = ["--only", "tf_add", "--only", "tf_softmax_stats"];
+    let report = dir.path().join("with.json");
+    let (code, with, stderr) = contracts(&[&only[..], &["--report", report.to_str().unwrap()]].concat());
+    let output = format!("{}\n{stderr}", with.join("\n"));
+    assert_eq!(code, 0, "{output}");
+    let crash = with.iter().find(|l| l.contains("(one store lands 2^40 elements past the output)")).expect(&output);
+    assert!(crash.contains(" red at crash as planted: crashed: SIGSEGV in case {"), "{crash}");
+    let hang = with.iter().find(|l| l.contains("(the first thread spins on a flag that nothing ever sets)")).expect(&output);
+    assert!(hang.contains(" red at timeout as planted: timed out after 3 s in case {"), "{hang}");
+
+    let controls = dir.path().join("controls");
+    copy_dir(&root().join("controls"), &controls);
+    std::fs::remove_dir_all(controls.join("faults")).unwrap();
+    let (code, without, stderr) = contracts(
+        &[&only[..], &["--controls", controls.to_str().unwrap(), "--report", dir.path().join("without.json").to_str().unwrap()]].concat(),
+    );
+    assert_eq!(code, 0, "{}\n{stderr}", without.join("\n"));
+    let kept: Vec<String> =
+        result_lines(&with).into_iter().filter(|l| l != crash && l != hang && !l.contains(" controls not run on ")).collect();
+    let baseline: Vec<String> = result_lines(&without).into_iter().filter(|l| !l.contains(" controls not run on ")).collect();
+    assert_eq!(kept, baseline);
+    let (a, b) = (summary_numbers(with.last().unwrap()), summary_numbers(without.last().unwrap()));
+    assert_eq!((a[0], a[1], a[4], a[5]), (b[0], b[1], b[4] + 2, b[5] + 2), "{}\n{}", with.last().unwrap(), without.last().unwrap());
+
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let faults: Vec<&str> = json["controls"].as_array().unwrap().iter().filter_map(|c| c["fault"].as_str()).collect();
+    assert_eq!(faults, ["crash", "timeout"]);
+}
+
+/// The children of process `parent` whose command line has `--child <label>`.
+fn children_labelled(parent: u32, label: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // the parent pid is the second field after the command name in parentheses
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
+        if after.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok()) != Some(parent) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if words.windows(2).any(|w| w[0] == b"--child" && w[1] == label.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn killing_a_child_mid_run_loses_no_other_record_and_the_report_is_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    // tf_add's kernel swapped for one that never returns, so its child is there to be killed
+    let kernels = dir.path().join("kernels");
+    copy_dir(&root().join("kernels"), &kernels);
+    std::fs::copy(root().join("controls/faults/never_returns.hip"), kernels.join("tf_add.hip")).unwrap();
+    let only = ["--only", "tf_softmax_stats", "--only", "tf_add", "--only", "tf_cast", "--no-controls", "--timeout", "3"];
+    let report = dir.path().join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_contracts"))
+        .args(only)
+        .args(["--kernels", kernels.to_str().unwrap(), "--report", report.to_str().unwrap()])
+        .arg("--cache-dir")
+        .arg(root().join("target/kernel-cache"))
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parent = child.id();
+    let started = std::time::Instant::now();
+    let victim = loop {
+        if let Some(pid) = children_labelled(parent, "tf_add").first() {
+            break *pid;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(120), "no child for tf_add appeared");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // SAFETY: a signal to the child process found above
+    assert_eq!(unsafe { libc::kill(victim, libc::SIGKILL) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    let output = format!("{}\n{}", lines.join("\n"), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{output}");
+
+    let line = |prefix: &str| lines.iter().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no `{prefix}` line: {output}"));
+    assert!(line("tf_add (f32) ERROR: ").contains("crashed: SIGKILL"), "{output}");
+    // the rest of tf_add ran on in fresh processes, each stopped at the time limit
+    for record in ["f16", "bf16"] {
+        assert!(line(&format!("tf_add ({record}) ERROR: ")).contains("timed out after 3 s"), "{output}");
+    }
+    // every other record exactly as in a run where nothing was killed
+    let (code, baseline, _) = contracts(&["--only", "tf_softmax_stats", "--only", "tf_cast", "--no-controls", "--report", "/dev/null"]);
+    assert_eq!(code, 0);
+    let others: Vec<String> = result_lines(&lines).into_iter().filter(|l| !l.starts_with("tf_add ")).collect();
+    assert_eq!(others, result_lines(&baseline));
+
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).expect("the report is valid JSON");
+    let records = json["records"].as_array().unwrap();
+    let n = summary_numbers(lines.last().unwrap());
+    assert_eq!(records.len(), n[0]);
+    assert_eq!(records.len(), others.iter().filter(|l| l.contains(" pass nonfinite, repeat and shapes; ")).count() + 3, "{output}");
+    let faults: Vec<&str> = records.iter().filter_map(|r| r["fault"].as_str()).collect();
+    assert_eq!(faults, ["crash", "timeout", "timeout"]);
+    assert_eq!(json["summary_line"], lines.last().unwrap().as_str());
+    assert_eq!(json["exit_code"], 1);
 }

@@ -164,6 +164,11 @@ pub trait Backend: Send + Sync {
     fn has_live_limits(&self) -> bool {
         false
     }
+    /// What left the device context unusable (an illegal address, a memory fault), once
+    /// something did: every later call fails, so the run needs a fresh process and context.
+    fn device_lost(&self) -> Option<String> {
+        None
+    }
     /// The BLAS BF16 projection (`projection_bf16`); a backend without one says so.
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
         let _ = request;

@@ -11,6 +11,7 @@ use engine::backend::cuda::{CudaBackend, CudaOptions, NvrtcStatic};
 use engine::backend::hip::{HipBackend, HipOptions};
 use engine::backend::host::{HostBackend, HostOptions, worker_count};
 use engine::backend::{Backend, StaticCompiler};
+use harness::isolation::{self, BackendInfo, ChildCommand, ChildJob};
 use harness::report::{self, Summary};
 use harness::runner::{self, Event, Settings};
 
@@ -87,6 +88,17 @@ struct Flags {
     /// The JSON report (default: <root>/reports/last/<arch>.json).
     #[arg(long, global = true)]
     report: Option<PathBuf>,
+    /// Time limit of each record, in seconds, where its contract (or control) sets none
+    /// with `timeout_seconds` [default: 30].
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    timeout: Option<u64>,
+    /// Run every record in this process, not each contract in a child process: for a
+    /// debugger. A crash then ends the run, so crash and timeout controls are not run.
+    #[arg(long, global = true)]
+    in_process: bool,
+    /// Internal: this process is a child of a run and reads its job on standard input.
+    #[arg(long, global = true, hide = true, value_name = "LABEL")]
+    child: Option<String>,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -160,8 +172,100 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
     }
 }
 
+/// The flags that make a child's backend and settings its parent's (the backend named as
+/// the parent resolved it, so `auto` is not probed again).
+fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    let mut pair = |flag: &str, value: std::ffi::OsString| {
+        args.push(flag.into());
+        args.push(value);
+    };
+    pair("--backend", backend.into());
+    pair("--root", settings.root.clone().into());
+    pair("--contracts", settings.contracts_dir.clone().into());
+    pair("--controls", settings.controls_dir.clone().into());
+    pair("--kernels", settings.kernels_dir.clone().into());
+    pair("--seed", settings.seed.to_string().into());
+    pair("--repeats", settings.repeats.to_string().into());
+    pair("--warp-size", flags.warp_size.to_string().into());
+    if let Some(workers) = flags.workers {
+        pair("--workers", workers.to_string().into());
+    }
+    if let Some(cache_dir) = &flags.cache_dir {
+        pair("--cache-dir", cache_dir.clone().into());
+    }
+    if flags.strict_limits {
+        args.push("--strict-limits".into());
+    }
+    if flags.compare_host {
+        args.push("--compare-host".into());
+    }
+    args
+}
+
+/// A child of a run: its job from standard input, its messages on standard output.
+fn run_child(flags: &Flags) -> i32 {
+    let parent = std::env::var("KERNEL_CONTRACTS_PARENT").ok().and_then(|p| p.parse().ok()).unwrap_or(0);
+    isolation::prepare_child_process(parent);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let outcome = (|| -> Result<()> {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading the job")?;
+        let job: ChildJob = serde_json::from_str(&text).context("reading the job")?;
+        let root = flags.root.clone().context("a child is given --root")?;
+        let settings = Settings {
+            contracts_dir: flags.contracts.clone().context("a child is given --contracts")?,
+            controls_dir: flags.controls.clone().context("a child is given --controls")?,
+            kernels_dir: flags.kernels.clone().context("a child is given --kernels")?,
+            root: root.clone(),
+            only: Vec::new(),
+            run_controls: true,
+            seed: flags.seed,
+            repeats: flags.repeats as usize,
+            strict_limits: flags.strict_limits,
+            timeout_seconds: runner::DEFAULT_TIMEOUT_SECONDS,
+            isolated: true,
+        };
+        let started = backend(flags, &root).and_then(|(backend, _)| {
+            let reference = if flags.compare_host {
+                let options = HostOptions {
+                    prelude: settings.kernels_dir.join("host/prelude.h"),
+                    cache_dir: flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache")),
+                    workers: worker_count(),
+                    warp_size: flags.warp_size,
+                };
+                Some(HostBackend::new(options).context("--compare-host: starting the host backend")?)
+            } else {
+                None
+            };
+            Ok((backend, reference))
+        });
+        match started {
+            Ok((backend, reference)) => {
+                isolation::serve(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &job, &mut out)?
+            }
+            Err(e) => isolation::send_fatal(
+                &mut out,
+                &format!("the backend did not start in the child process: {}", runner::error_chain(e.as_ref())),
+            )?,
+        }
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("contracts (child): error: {}", runner::error_chain(e.as_ref()));
+            3
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let flags = Flags::parse();
+    if flags.child.is_some() {
+        return ExitCode::from(run_child(&flags) as u8);
+    }
     match run(&flags) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
@@ -188,6 +292,8 @@ fn run(flags: &Flags) -> Result<i32> {
         let p = p.clone().unwrap_or_else(|| root.join(default));
         p.canonicalize().unwrap_or(p)
     };
+    // gate 4 from a compiler's figures alone: no kernel runs, so nothing to isolate
+    let compiler_only = flags.static_only || matches!(flags.command, Some(Subcommand::Record)) && flags.backend != BackendChoice::Cuda;
     let settings = Settings {
         contracts_dir: absolute(&flags.contracts, "contracts"),
         controls_dir: absolute(&flags.controls, "controls"),
@@ -198,6 +304,8 @@ fn run(flags: &Flags) -> Result<i32> {
         seed: flags.seed,
         repeats: flags.repeats as usize,
         strict_limits: flags.strict_limits,
+        timeout_seconds: flags.timeout.unwrap_or(runner::DEFAULT_TIMEOUT_SECONDS),
+        isolated: !flags.in_process && !compiler_only,
     };
     let mut print = |event: &Event| match event {
         Event::Started { arch, backend, toolchain } => {
@@ -217,7 +325,7 @@ fn run(flags: &Flags) -> Result<i32> {
             }
         }
     };
-    let run = if flags.static_only || matches!(flags.command, Some(Subcommand::Record)) && flags.backend != BackendChoice::Cuda {
+    let run = if compiler_only {
         let arch = flags.arch.clone().context("record needs --arch (gfx1201, sm_90)")?;
         runner::run_static(static_compiler(&arch, flags, &root)?.as_ref(), &settings, &mut print)
     } else {
@@ -225,18 +333,35 @@ fn run(flags: &Flags) -> Result<i32> {
         if let Some(note) = note {
             println!("{note}");
         }
-        let reference = if flags.compare_host {
-            let options = HostOptions {
-                prelude: settings.kernels_dir.join("host/prelude.h"),
-                cache_dir: flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache")),
-                workers: worker_count(),
-                warp_size: flags.warp_size,
+        if settings.isolated {
+            let info = BackendInfo {
+                name: backend.name().to_string(),
+                arch: backend.arch(),
+                toolchain: backend.toolchain(),
+                gates_run: runner::gates_for(backend.as_ref()),
             };
-            Some(HostBackend::new(options).context("--compare-host: starting the host backend")?)
+            // the children open their own device contexts; this one is closed first
+            drop(backend);
+            let command = ChildCommand {
+                program: std::env::current_exe().context("finding the contracts binary to run children")?,
+                args: child_args(flags, &settings, &info.name),
+                label_flag: "--child".into(),
+            };
+            isolation::run_isolated(&info, &command, &settings, &mut print)
         } else {
-            None
-        };
-        runner::run_compared(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &mut print)
+            let reference = if flags.compare_host {
+                let options = HostOptions {
+                    prelude: settings.kernels_dir.join("host/prelude.h"),
+                    cache_dir: flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache")),
+                    workers: worker_count(),
+                    warp_size: flags.warp_size,
+                };
+                Some(HostBackend::new(options).context("--compare-host: starting the host backend")?)
+            } else {
+                None
+            };
+            runner::run_compared(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &mut print)
+        }
     };
     if matches!(flags.command, Some(Subcommand::Record)) {
         let written =

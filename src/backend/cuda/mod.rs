@@ -273,6 +273,10 @@ impl Backend for CudaBackend {
         true
     }
 
+    fn device_lost(&self) -> Option<String> {
+        self.driver().lost()
+    }
+
     /// cublasGemmEx with bf16 inputs and 32-bit float compute, through one handle whose
     /// workspace (BLAS_WORKSPACE_BYTES) the engine allocates once, at the first projection.
     fn gemm_bf16(&self, request: &crate::backend::GemmBf16) -> Result<LaunchReport, EngineError> {

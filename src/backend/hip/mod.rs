@@ -198,6 +198,10 @@ impl Backend for HipBackend {
         true
     }
 
+    fn device_lost(&self) -> Option<String> {
+        self.runtime.lost()
+    }
+
     /// rocblas_gemm_ex with bf16 inputs and f32 compute, through one handle whose workspace
     /// (BLAS_WORKSPACE_BYTES) the engine allocates once, at the first projection.
     fn gemm_bf16(&self, request: &crate::backend::GemmBf16) -> Result<LaunchReport, EngineError> {
