@@ -15,6 +15,19 @@ use harness::isolation::{self, BackendInfo, ChildCommand, ChildJob};
 use harness::report::{self, Summary};
 use harness::runner::{self, Event, Settings};
 
+/// Output that survives a closed pipe (`contracts | head`): the run goes on, its report is
+/// written and its exit status is the run's, where `println!` would panic.
+fn say_raw(text: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_fmt(text);
+}
+
+macro_rules! say {
+    ($($arg:tt)*) => {
+        say_raw(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum BackendChoice {
     /// hip, then cuda, then host: the first this machine has
@@ -279,7 +292,7 @@ fn run(flags: &Flags) -> Result<i32> {
     let root = flags.root.clone().unwrap_or_else(find_root);
     let root = root.canonicalize().with_context(|| format!("repository folder {}", root.display()))?;
     if flags.ops_table {
-        print!("{}", harness::ops_table::generate(&root.join("contracts")).map_err(|e| anyhow::anyhow!(e))?);
+        say_raw(format_args!("{}", harness::ops_table::generate(&root.join("contracts")).map_err(|e| anyhow::anyhow!(e))?));
         return Ok(0);
     }
     if let Some(arch) = &flags.arch
@@ -309,19 +322,19 @@ fn run(flags: &Flags) -> Result<i32> {
     };
     let mut print = |event: &Event| match event {
         Event::Started { arch, backend, toolchain } => {
-            println!("kernel-contracts {}: backend {backend} ({arch}), {toolchain}; seed {:#x}", env!("CARGO_PKG_VERSION"), settings.seed)
+            say!("kernel-contracts {}: backend {backend} ({arch}), {toolchain}; seed {:#x}", env!("CARGO_PKG_VERSION"), settings.seed)
         }
-        Event::ContractError(e) => println!("{}", report::contract_error_line(e)),
+        Event::ContractError(e) => say!("{}", report::contract_error_line(e)),
         Event::NotApplicable { arch, controls } => {
-            println!(
+            say!(
                 "{} controls not run on {arch}: their gate does not run here, or they are for another arch (listed in the report)",
                 controls.len()
             )
         }
         Event::Record(r) | Event::Control(r) => {
-            println!("{}", report::record_line(r));
+            say!("{}", report::record_line(r));
             for line in report::detail_lines(r) {
-                println!("{line}");
+                say!("{line}");
             }
         }
     };
@@ -331,7 +344,7 @@ fn run(flags: &Flags) -> Result<i32> {
     } else {
         let (backend, note) = backend(flags, &root)?;
         if let Some(note) = note {
-            println!("{note}");
+            say!("{note}");
         }
         if settings.isolated {
             let info = BackendInfo {
@@ -367,15 +380,15 @@ fn run(flags: &Flags) -> Result<i32> {
         let written =
             harness::record::write_recorded(&run, &settings.contracts_dir).map_err(|e| anyhow::anyhow!("recording figures: {e}"))?;
         for line in &written {
-            println!("{line}");
+            say!("{line}");
         }
-        println!("recorded {} figures of {} into {} contract(s)", run.arch, run.toolchain, written.len());
+        say!("recorded {} figures of {} into {} contract(s)", run.arch, run.toolchain, written.len());
         return Ok(0);
     }
     let summary = Summary::of(&run);
     let report_path = flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("{}.json", run.arch)));
     let written = report::write_json(&report_path, &run, &summary);
-    println!(
+    say!(
         "ran {} records and {} controls in {:.2} s (kernel builds {:.2} s, launches and gates {:.2} s); report {}",
         run.records.len(),
         run.controls.len(),
@@ -388,9 +401,9 @@ fn run(flags: &Flags) -> Result<i32> {
         }
     );
     if summary.load_errors > 0 {
-        println!("{} contract or control file(s) could not be loaded: see the error lines above", summary.load_errors);
+        say!("{} contract or control file(s) could not be loaded: see the error lines above", summary.load_errors);
     }
-    println!("{}", summary.line());
+    say!("{}", summary.line());
     let code = report::exit_code(&summary);
     Ok(if written.is_err() { 2 } else { code })
 }
