@@ -388,8 +388,8 @@ pub fn prepare_child_process(parent: u32) {
         let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         libc::setrlimit(libc::RLIMIT_CORE, &no_core);
     }
-    // the parent may have died before prctl took effect
-    if std::os::unix::process::parent_id() != parent {
+    // the parent may have died before prctl took effect (0: started by hand, no parent to check)
+    if parent != 0 && std::os::unix::process::parent_id() != parent {
         std::process::exit(1);
     }
 }
