@@ -33,6 +33,8 @@ pub struct ContractError {
 pub struct Contract {
     pub file: String,
     pub op: &'static OpSpec,
+    /// Where `op` is, for an error found across files (a second contract for the op).
+    pub op_line: usize,
     pub about: String,
     pub records: Vec<Record>,
     pub cases: Vec<Case>,
@@ -89,7 +91,7 @@ struct RawContract {
     about: String,
     record: Vec<Spanned<RawRecord>>,
     shapes: RawShapes,
-    inputs: BTreeMap<String, Spanned<String>>,
+    inputs: Spanned<BTreeMap<String, Spanned<String>>>,
     #[serde(default)]
     params: BTreeMap<String, Spanned<f64>>,
     reference: RawReference,
@@ -115,8 +117,11 @@ struct RawRecord {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawShapes {
-    cases: Vec<Spanned<BTreeMap<String, Spanned<i64>>>>,
+    cases: Spanned<Vec<RawCase>>,
 }
+
+/// `{ rows = 4, k = 64 }`
+type RawCase = Spanned<BTreeMap<String, Spanned<i64>>>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -164,23 +169,51 @@ impl Source<'_> {
         let named = ["unknown field `", "missing field `", "duplicate key `", "duplicate field `"]
             .iter()
             .find_map(|p| message.split_once(p).and_then(|(_, rest)| rest.split_once('`')).map(|(k, _)| k.to_string()));
-        let key = named.unwrap_or_else(|| {
-            let line = self.text.lines().nth(self.line_of(offset) - 1).unwrap_or("");
-            line.split_once('=').map_or_else(|| line.trim().to_string(), |(k, _)| k.trim().trim_start_matches('{').trim().to_string())
-        });
-        self.error(offset, if key.is_empty() { "(document)".to_string() } else { key }, message)
+        let key = named.unwrap_or_else(|| self.key_at(offset));
+        self.error(offset, key, message)
     }
+
+    /// The key an error at `offset` is about: the key written there, else the key whose
+    /// value holds the offset (`k` in `{ rows = 4, k = "64" }`, not the line's first key),
+    /// else the line itself (a broken table header).
+    fn key_at(&self, offset: usize) -> String {
+        let offset = (0..=offset.min(self.text.len())).rev().find(|o| self.text.is_char_boundary(*o)).unwrap_or(0);
+        let start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let end = self.text[offset..].find('\n').map_or(self.text.len(), |i| offset + i);
+        let (before, after) = (&self.text[start..offset], &self.text[offset..end]);
+        let key_like = |k: &str| !k.trim().is_empty() && k.trim().chars().all(|c| c.is_ascii_alphanumeric() || "_-.\"' ".contains(c));
+        let holding_value = before.rsplit_once('=').map(|(head, _)| head.rsplit(['{', ',']).next().unwrap_or(head));
+        let key = match (after.split_once('='), holding_value) {
+            (Some((written, _)), _) if key_like(written) => written,
+            (_, Some(holding)) if key_like(holding) => holding,
+            _ => &self.text[start..end],
+        };
+        let key = key.trim();
+        if key.is_empty() { "(document)".to_string() } else { key.to_string() }
+    }
+}
+
+/// A contract's or control's text; a file that is not UTF-8 is refused at its first bad byte.
+fn read_text(path: &Path, display: &str) -> Result<String, ContractError> {
+    let bytes = std::fs::read(path).map_err(|e| ContractError {
+        file: display.to_string(),
+        line: 0,
+        key: "(file)".into(),
+        message: e.to_string(),
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let text = String::from_utf8_lossy(e.as_bytes());
+        let source = Source { file: display, text: &text };
+        let column = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+        let message = format!("not UTF-8: byte {:#04x} at column {column} (save the file as UTF-8)", e.as_bytes()[at]);
+        source.error(at, source.key_at(at), message)
+    })
 }
 
 impl Contract {
     pub fn load(path: &Path, display: &str) -> Result<Contract, ContractError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ContractError {
-            file: display.to_string(),
-            line: 0,
-            key: "(file)".into(),
-            message: e.to_string(),
-        })?;
-        Contract::parse(display, &text)
+        Contract::parse(display, &read_text(path, display)?)
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Contract, ContractError> {
@@ -214,12 +247,13 @@ impl Contract {
             let r = spanned.get_ref();
             let key = format!("record[{i}]");
             let name = r.name.get_ref().trim().to_string();
-            if name.is_empty() || records.iter().any(|x| x.name == name) {
-                return Err(source.error(
-                    r.name.span().start,
-                    format!("{key}.name"),
-                    format!("record name `{name}` is empty or used twice"),
-                ));
+            let taken = records.iter().position(|x| x.name == name);
+            if name.is_empty() || taken.is_some() {
+                let message = match taken {
+                    Some(first) => format!("record name `{name}` is used twice (record[{first}] has it too)"),
+                    None => "a record needs a name".to_string(),
+                };
+                return Err(source.error(r.name.span().start, format!("{key}.name"), message));
             }
             let mut dtypes = BTreeMap::new();
             for (tensor, dtype) in &r.dtypes {
@@ -303,13 +337,13 @@ impl Contract {
         }
 
         // shape cases: every symbol of the op given, nothing else, every shape positive and bounded
-        if raw.shapes.cases.is_empty() {
-            return Err(source.error(0, "shapes.cases", "a contract needs at least one shape case"));
+        if raw.shapes.cases.get_ref().is_empty() {
+            return Err(source.error(raw.shapes.cases.span().start, "shapes.cases", "a contract needs at least one shape case"));
         }
         let shapes: Vec<(&str, ShapeExpr)> =
             op.tensors.iter().map(|t| (t.name, ShapeExpr::parse(t.shape).expect("engine signature"))).collect();
         let mut cases = Vec::new();
-        for (i, case) in raw.shapes.cases.iter().enumerate() {
+        for (i, case) in raw.shapes.cases.get_ref().iter().enumerate() {
             let key = format!("shapes.cases[{i}]");
             let at = case.span().start;
             let mut symbols = Symbols::new();
@@ -360,7 +394,7 @@ impl Contract {
 
         // inputs: a generator for every input tensor, none for anything else
         let mut inputs = BTreeMap::new();
-        for (name, text) in &raw.inputs {
+        for (name, text) in raw.inputs.get_ref() {
             let at = text.span().start;
             let key = format!("inputs.{name}");
             match op.tensor(name) {
@@ -376,16 +410,20 @@ impl Contract {
             }
             for (i, case) in cases.iter().enumerate() {
                 if let Generator::Int { low, high } = &generator.generator {
-                    let (l, h) = (low.evaluate(&case.symbols), high.evaluate(&case.symbols));
-                    if !matches!((l, h), (Ok(l), Ok(h)) if l < h) {
-                        return Err(source.error(at, &key, format!("an empty or undefined range in shapes.cases[{i}]")));
-                    }
+                    let range = low.evaluate(&case.symbols).and_then(|l| Ok((l, high.evaluate(&case.symbols)?)));
+                    let problem = match range {
+                        Ok((l, h)) if l < h => continue,
+                        Ok((l, h)) => format!("int({l}, {h}) is an empty range"),
+                        Err(e) => e,
+                    };
+                    let message = format!("`{}`: {problem} in shapes.cases[{i}] {}", text.get_ref(), case.describe(op));
+                    return Err(source.error(at, &key, message));
                 }
             }
             inputs.insert(name.clone(), generator);
         }
         if let Some(missing) = op.tensors.iter().find(|t| t.role == Role::Input && !inputs.contains_key(t.name)) {
-            return Err(source.error(0, "inputs", format!("no generator for input tensor `{}`", missing.name)));
+            return Err(source.error(raw.inputs.span().start, "inputs", format!("no generator for input tensor `{}`", missing.name)));
         }
 
         let mut findings = Vec::new();
@@ -422,6 +460,7 @@ impl Contract {
             limits,
             timeout_seconds,
             op,
+            op_line: source.line_of(raw.op.span().start),
             about: raw.about,
             records,
             cases,
@@ -552,6 +591,9 @@ pub struct Control {
     pub source_display: String,
     /// The control's own time limit (a kernel that never returns need not wait the default).
     pub timeout_seconds: Option<u64>,
+    /// Where `contract` and `record` are: only the runner can tell they name nothing.
+    contract_line: usize,
+    record_line: usize,
 }
 
 #[derive(Deserialize)]
@@ -570,7 +612,7 @@ struct RawControl {
     record: Spanned<String>,
     gate: Option<Spanned<String>>,
     fault: Option<Spanned<String>>,
-    bug: String,
+    bug: Spanned<String>,
     source: Spanned<String>,
     timeout_seconds: Option<Spanned<i64>>,
 }
@@ -588,9 +630,9 @@ impl Control {
             }
             (None, None) => return Err(source.error(0, "gate", "a control names the gate where it must go red (or a `fault`)")),
         };
-        let bug = raw.bug.trim().to_string();
+        let bug = raw.bug.get_ref().trim().to_string();
         if bug.is_empty() || bug.contains('\n') {
-            return Err(source.error(0, "bug", "the bug must be said in one line"));
+            return Err(source.error(raw.bug.span().start, "bug", "the bug must be said in one line"));
         }
         let arch = match raw.arch.as_ref().map(|a| (a.span().start, a.get_ref())) {
             None => Vec::new(),
@@ -623,6 +665,8 @@ impl Control {
             source: kernel,
             source_display,
             timeout_seconds,
+            contract_line: source.line_of(raw.contract.span().start),
+            record_line: source.line_of(raw.record.span().start),
         })
     }
 
@@ -631,13 +675,14 @@ impl Control {
         self.arch.is_empty() || self.arch.iter().any(|a| a == arch || (a == "host" && arch.starts_with("host-")))
     }
 
+    /// An error at the control's `contract` or `record`, found when the contracts are loaded.
+    pub fn error(&self, key: &str, message: impl Into<String>) -> ContractError {
+        let line = if key == "record" { self.record_line } else { self.contract_line };
+        ContractError { file: self.file.clone(), line, key: key.to_string(), message: message.into() }
+    }
+
     pub fn load(path: &Path, display: &str, repository: &Path) -> Result<Control, ContractError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ContractError {
-            file: display.to_string(),
-            line: 0,
-            key: "(file)".into(),
-            message: e.to_string(),
-        })?;
+        let text = read_text(path, display)?;
         Control::parse(display, &text, path.parent().unwrap_or(Path::new(".")), repository)
     }
 }

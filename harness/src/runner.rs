@@ -356,7 +356,7 @@ pub(crate) fn load(
                 if let Some(first) = contracts.iter().find(|x| x.op.name == c.op.name) {
                     report.contract_errors.push(ContractError {
                         file: c.file.clone(),
-                        line: 1,
+                        line: c.op_line,
                         key: "op".into(),
                         message: format!("op `{}` already has a contract: {}", c.op.name, first.file),
                     });
@@ -372,28 +372,23 @@ pub(crate) fn load(
     if settings.run_controls {
         for path in control_files(&settings.controls_dir) {
             let control = Control::load(&path, &display(&settings.root, &path), &settings.root).and_then(|c| {
-                let source = crate::contract::Source { file: &c.file, text: "" };
                 if !settings.only.is_empty() && !settings.only.contains(&c.contract) {
                     return Ok(None);
                 }
                 let contract = contracts
                     .iter()
                     .find(|k| k.op.name == c.contract)
-                    .ok_or_else(|| source.error(0, "contract", format!("no loaded contract for op `{}`", c.contract)))?;
+                    .ok_or_else(|| c.error("contract", format!("no loaded contract for op `{}`", c.contract)))?;
                 if contract.op.source.is_none() {
-                    return Err(source.error(
-                        0,
-                        "contract",
-                        format!("op `{}` is served by a library, not a kernel: a control needs a kernel", c.contract),
-                    ));
+                    return Err(
+                        c.error("contract", format!("op `{}` is served by a library, not a kernel: a control needs a kernel", c.contract))
+                    );
                 }
                 if contract.record(&c.record).is_none() {
                     let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
-                    return Err(source.error(
-                        0,
-                        "record",
-                        format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")),
-                    ));
+                    return Err(
+                        c.error("record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")))
+                    );
                 }
                 if !control_applies(&c, arch, gates_run, settings.isolated) {
                     not_applicable.push(format!("{} ({})", c.file, c.planted));

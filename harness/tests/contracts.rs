@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 
 use harness::contract::Control;
 
+mod bad_inputs;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }

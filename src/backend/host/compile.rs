@@ -91,17 +91,24 @@ impl HostCompiler {
         fs::write(&wrapper, text).map_err(|e| EngineError::Cache { path: wrapper.clone(), source: e })?;
 
         let object_file = work.join("kernel.o");
-        let mut compile = Command::new(&self.program);
-        compile.args(flags);
-        if let Some(prefix) = source_prefix {
-            // barrier sites and traps name `kernels/x.hip:12`, not an absolute path
-            compile.arg(format!("-fmacro-prefix-map={prefix}="));
+        let compiler = |input: &Path| {
+            let mut command = Command::new(&self.program);
+            command.args(flags);
+            if let Some(prefix) = source_prefix {
+                // barrier sites and traps name `kernels/x.hip:12`, not an absolute path
+                command.arg(format!("-fmacro-prefix-map={prefix}="));
+            }
+            for dir in &source.include_dirs {
+                command.arg("-I").arg(dir);
+            }
+            command.arg("-include").arg(prelude).arg("-c").arg(input);
+            command
+        };
+        let mut compile = compiler(&wrapper);
+        compile.arg("-o").arg(&object_file);
+        if let Err(error) = self.run(compile, &source.display_path, "compile") {
+            return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or(error));
         }
-        for dir in &source.include_dirs {
-            compile.arg("-I").arg(dir);
-        }
-        compile.arg("-include").arg(prelude).arg("-c").arg(&wrapper).arg("-o").arg(&object_file);
-        self.run(compile, &source.display_path, "compile")?;
 
         let renames = shared_symbol_renames(&object_file, &source.display_path)?;
         if !renames.is_empty() {
@@ -118,6 +125,33 @@ impl HostCompiler {
         link.arg("-shared").arg("-o").arg(&staged).arg(&object_file);
         self.run(link, &source.display_path, "link")?;
         fs::rename(&staged, library).map_err(|e| EngineError::Cache { path: library.to_path_buf(), source: e })
+    }
+
+    /// When the source compiles on its own, what failed is the wrapper naming a kernel the
+    /// source does not define: that is said as a missing kernel, not as a compiler error in a
+    /// generated file of the cache.
+    fn missing_kernel(
+        &self,
+        source: &KernelSource,
+        error: &EngineError,
+        work: &Path,
+        compiler: impl Fn(&Path) -> Command,
+    ) -> Option<EngineError> {
+        let EngineError::Compile { log, .. } = error else { return None };
+        let alone = work.join("alone.cpp");
+        fs::write(&alone, format!("#include \"{}\"\n", source.path.display())).ok()?;
+        let mut check = compiler(&alone);
+        check.arg("-fsyntax-only");
+        if !check.output().ok()?.status.success() {
+            return None;
+        }
+        let said = log.lines().find_map(|l| l.split_once("error: ")).map_or("", |(_, e)| e);
+        let kernel = source.kernels.iter().find(|k| said.contains(k.as_str())).or(source.kernels.first())?;
+        Some(EngineError::MissingSymbol {
+            library: format!("{} (host build)", source.display_path),
+            symbol: kernel.clone(),
+            hint: format!(" (the source compiles but defines no kernel of that name; the compiler: {said})"),
+        })
     }
 
     fn run(&self, mut command: Command, display_path: &str, step: &str) -> Result<(), EngineError> {

@@ -1,0 +1,453 @@
+//! The bad-input table (issue 6): each row breaks a copy of the repository the way a user
+//! would, runs the real binary on it, and checks that the message names the file, the line
+//! and the key, that the good contract beside it still ran, and the exit status and report.
+
+use crate::{contracts, copy_dir, root};
+
+/// How a row breaks its copy of the repository. Texts are replaced in a copy of a real
+/// file, so a row keeps meaning what it says when the real file changes (a replacement
+/// that no longer applies fails the row).
+enum Break {
+    /// `contracts/<stem>_broken.toml`: `contracts/<stem>.toml` with `find` replaced. The name
+    /// sorts after the original's, so a second contract for one op is the one refused.
+    Contract { stem: &'static str, find: &'static str, replace: &'static [u8] },
+    /// `controls/add_whole_blocks_only_broken.toml`: that control with `find` replaced.
+    Control { find: &'static str, replace: &'static str },
+    /// `kernels/tf_softmax_stats.hip` with `find` replaced, its contract beside tf_add's.
+    Kernel { find: &'static str, replace: &'static str },
+}
+
+enum Expect {
+    /// `<file>:<line>: error: `<key>`: <message>`, the line being where `at` is in the broken
+    /// file, and the message containing `words`.
+    LoadError { key: &'static str, at: &'static str, words: &'static str },
+    /// `<op> (<record>) ERROR: ...` containing `words`, and under it, indented, a line of the
+    /// compiler's log containing all of `log`.
+    RecordError { record: &'static str, words: &'static [&'static str], log: &'static [&'static str] },
+}
+
+struct Row {
+    name: &'static str,
+    breaks: Break,
+    expect: Expect,
+    /// The broken file is the only contract: nothing can run.
+    alone: bool,
+}
+
+const fn contract(
+    name: &'static str,
+    stem: &'static str,
+    find: &'static str,
+    replace: &'static [u8],
+    key: &'static str,
+    at: &'static str,
+    words: &'static str,
+) -> Row {
+    Row { name, breaks: Break::Contract { stem, find, replace }, expect: Expect::LoadError { key, at, words }, alone: false }
+}
+
+const fn control(
+    name: &'static str,
+    find: &'static str,
+    replace: &'static str,
+    key: &'static str,
+    at: &'static str,
+    words: &'static str,
+) -> Row {
+    Row { name, breaks: Break::Control { find, replace }, expect: Expect::LoadError { key, at, words }, alone: false }
+}
+
+const TF_ADD: &str = "tf_add";
+
+fn rows() -> Vec<Row> {
+    vec![
+        contract("TOML syntax error", TF_ADD, "name = \"f16\"", b"name = \"f16", "name", "name = \"f16", "string"),
+        contract("unknown key", TF_ADD, "about = ", b"colour = \"red\"\nabout = ", "colour", "colour", "unknown field `colour`"),
+        contract(
+            "wrong value type",
+            TF_ADD,
+            "{ rows = 4, k = 64 }",
+            b"{ rows = 4, k = \"64\" }",
+            "k",
+            "k = \"64\"",
+            "invalid type: string \"64\", expected i64",
+        ),
+        contract(
+            "unknown dtype",
+            TF_ADD,
+            "out = \"f16\"",
+            b"out = \"fp8\"",
+            "record[1].dtypes.out",
+            "out = \"fp8\"",
+            "unknown dtype `fp8`",
+        ),
+        contract(
+            "zero shape",
+            TF_ADD,
+            "{ rows = 4, k = 64 }",
+            b"{ rows = 4, k = 0 }",
+            "shapes.cases[2].k",
+            "k = 0",
+            "`k` = 0 must be positive",
+        ),
+        contract(
+            "negative shape",
+            TF_ADD,
+            "{ rows = 4, k = 64 }",
+            b"{ rows = 4, k = -64 }",
+            "shapes.cases[2].k",
+            "k = -64",
+            "must be positive",
+        ),
+        contract("shape beyond i64", TF_ADD, "{ rows = 4, k = 64 }", b"{ rows = 4, k = 99999999999999999999 }", "k", "k = 999", "integer"),
+        contract(
+            "shape of i64::MAX",
+            TF_ADD,
+            "{ rows = 4, k = 64 }",
+            b"{ rows = 4, k = 9223372036854775807 }",
+            "shapes.cases[2]",
+            "k = 9223372036854775807",
+            "over the 1024 MiB cap",
+        ),
+        contract(
+            "tensor over the memory cap",
+            TF_ADD,
+            "{ rows = 16, k = 4096 }",
+            b"{ rows = 16384, k = 16385 }",
+            "shapes.cases[4]",
+            "rows = 16384",
+            "tensor `a` of shape [16384, 16385] is over the 1024 MiB cap",
+        ),
+        contract(
+            "shape expression dividing by zero",
+            "tf_argmax",
+            "vocab / 4 + 1)",
+            b"vocab / (vocab / 2000) + 1)",
+            "inputs.logits",
+            "logits = \"int(",
+            "division by zero in shapes.cases[0]",
+        ),
+        contract(
+            "two contracts for one op",
+            TF_ADD,
+            "op = \"tf_add\"",
+            b"# the same op again\nop = \"tf_add\"",
+            "op",
+            "op = ",
+            "already has a contract",
+        ),
+        contract("missing required key", TF_ADD, "oracle = \"add\"\n", b"", "oracle", "[reference]", "missing field `oracle`"),
+        contract("unknown op", TF_ADD, "op = \"tf_add\"", b"op = \"tf_addd\"", "op", "op = ", "unknown op `tf_addd`"),
+        contract(
+            "unknown tolerance model",
+            TF_ADD,
+            "tolerance = \"exact\"",
+            b"tolerance = \"close\"",
+            "reference.tolerance",
+            "tolerance = ",
+            "unknown tolerance",
+        ),
+        contract(
+            "rtol without a reason",
+            TF_ADD,
+            "name = \"f16\"",
+            b"name = \"f16\"\ntolerance = \"rtol=1e-3\"",
+            "record[1].tolerance",
+            "tolerance = \"rtol",
+            "needs a stated reason",
+        ),
+        contract(
+            "unknown oracle",
+            TF_ADD,
+            "oracle = \"add\"",
+            b"oracle = \"sum\"",
+            "reference.oracle",
+            "oracle = ",
+            "unknown oracle `sum`",
+        ),
+        contract(
+            "unknown input generator",
+            TF_ADD,
+            "b = \"normal(0, 1)\"",
+            b"b = \"gauss(0, 1)\"",
+            "inputs.b",
+            "b = \"gauss",
+            "unknown generator `gauss`",
+        ),
+        contract(
+            "an input for an output tensor",
+            TF_ADD,
+            "b = \"normal(0, 1)\"",
+            b"b = \"normal(0, 1)\"\nout = \"normal(0, 1)\"",
+            "inputs.out",
+            "out = \"normal",
+            "an output of tf_add",
+        ),
+        contract(
+            "no generator for an input",
+            TF_ADD,
+            "b = \"normal(0, 1)\"\n",
+            b"",
+            "inputs",
+            "[inputs]",
+            "no generator for input tensor `b`",
+        ),
+        contract(
+            "duplicate record names",
+            TF_ADD,
+            "name = \"f16\"",
+            b"name = \"f32\"",
+            "record[1].name",
+            "name = \"f32\"\ndtypes = { a = \"f16\"",
+            "used twice (record[0] has it too)",
+        ),
+        contract("empty file", TF_ADD, "", b"", "op", "", "missing field `op`"),
+        contract("not UTF-8", TF_ADD, "about = \"Elementwise", b"about = \"Caf\xe9: elementwise", "about", "about = ", "not UTF-8"),
+        control(
+            "control naming a missing contract",
+            "contract = \"tf_add\"",
+            "# a typo\ncontract = \"tf_ad\"",
+            "contract",
+            "contract = ",
+            "no loaded contract for op `tf_ad`",
+        ),
+        control("control naming a missing record", "record = \"f16\"", "record = \"f8\"", "record", "record = ", "no record `f8`"),
+        control("control naming an unknown gate", "gate = \"repeat\"", "gate = \"speed\"", "gate", "gate = ", "speed"),
+        control(
+            "control source outside the folder",
+            "source = \"add_whole_blocks_only.hip\"",
+            "source = \"../kernels/tf_add.hip\"",
+            "source",
+            "source = ",
+            "must be a file beside the control",
+        ),
+        control(
+            "control source absolute",
+            "source = \"add_whole_blocks_only.hip\"",
+            "source = \"/etc/passwd\"",
+            "source",
+            "source = ",
+            "must be a file beside the control",
+        ),
+        control("control source that does not exist", "only.hip\"", "only_v2.hip\"", "source", "source = ", "no such file"),
+        control(
+            "control with an empty bug",
+            "bug = \"assumes",
+            "bug = \"\"\n# \"assumes",
+            "bug",
+            "bug = ",
+            "the bug must be said in one line",
+        ),
+        Row {
+            name: "kernel symbol missing from its module",
+            breaks: Break::Kernel { find: "void tf_softmax_stats(", replace: "void tf_softmax_stats_v2(" },
+            expect: Expect::RecordError {
+                record: "f32 scores",
+                words: &["kernels/tf_softmax_stats.hip (host build) has no symbol `tf_softmax_stats`", "did you mean"],
+                log: &[],
+            },
+            alone: false,
+        },
+        Row {
+            name: "kernel that does not compile",
+            breaks: Break::Kernel { find: "float sum = 0.0f;", replace: "float sum = 0.0f" },
+            expect: Expect::RecordError {
+                record: "f32 scores",
+                words: &["compiling", "kernels/tf_softmax_stats.hip"],
+                log: &["kernels/tf_softmax_stats.hip:", ": error: expected"],
+            },
+            alone: false,
+        },
+        Row {
+            alone: true,
+            ..contract("the only contract broken", TF_ADD, "op = \"tf_add\"", b"op = \"tf_addd\"", "op", "op = ", "unknown op")
+        },
+    ]
+}
+
+/// `find` replaced by `replace` in `text`, refusing a replacement that does not apply.
+fn replaced(text: &[u8], find: &str, replace: &[u8]) -> Vec<u8> {
+    if find.is_empty() {
+        return replace.to_vec();
+    }
+    let at = text.windows(find.len()).position(|w| w == find.as_bytes()).unwrap_or_else(|| panic!("`{find}` is not in the file"));
+    [&text[..at], replace, &text[at + find.len()..]].concat()
+}
+
+/// The 1-based line where `at` first appears in `text`.
+fn line_of(text: &[u8], at: &str) -> usize {
+    if at.is_empty() {
+        return 1;
+    }
+    let offset = text.windows(at.len()).position(|w| w == at.as_bytes()).unwrap_or_else(|| panic!("`{at}` is not in the broken file"));
+    text[..offset].iter().filter(|b| **b == b'\n').count() + 1
+}
+
+/// What one row wrote and how to run it.
+struct Setup {
+    dir: tempfile::TempDir,
+    /// As messages show it, relative to the repository.
+    broken: String,
+    broken_text: Vec<u8>,
+    args: Vec<String>,
+}
+
+/// A repository of its own (so paths in messages read `contracts/x.toml`, and kernel builds
+/// hit the cache: the key holds the kernel's path as shown): the good tf_add contract, the
+/// real kernels, and the row's broken file.
+fn set_up(row: &Row) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    for folder in ["contracts", "controls"] {
+        std::fs::create_dir_all(base.join(folder)).unwrap();
+    }
+    copy_dir(&root().join("kernels"), &base.join("kernels"));
+    let real = |path: &str| std::fs::read(root().join(path)).unwrap();
+    let copy = |path: &str| std::fs::write(base.join(path), real(path)).unwrap();
+    if !row.alone {
+        copy("contracts/tf_add.toml");
+    }
+    let mut args = vec!["--root".to_string(), base.to_str().unwrap().to_string()];
+    let (broken, broken_text) = match &row.breaks {
+        Break::Contract { stem, find, replace } => {
+            args.push("--no-controls".into());
+            (format!("contracts/{stem}_broken.toml"), replaced(&real(&format!("contracts/{stem}.toml")), find, replace))
+        }
+        Break::Control { find, replace } => {
+            // the good control beside it must still go red
+            copy("controls/add_whole_blocks_only.toml");
+            copy("controls/add_whole_blocks_only.hip");
+            let text = replaced(&real("controls/add_whole_blocks_only.toml"), find, replace.as_bytes());
+            ("controls/add_whole_blocks_only_broken.toml".to_string(), text)
+        }
+        Break::Kernel { find, replace } => {
+            args.push("--no-controls".into());
+            copy("contracts/tf_softmax_stats.toml");
+            ("kernels/tf_softmax_stats.hip".to_string(), replaced(&real("kernels/tf_softmax_stats.hip"), find, replace.as_bytes()))
+        }
+    };
+    std::fs::write(base.join(&broken), &broken_text).unwrap();
+    args.extend(["--report".to_string(), base.join("r.json").to_str().unwrap().to_string()]);
+    Setup { dir, broken, broken_text, args }
+}
+
+/// Runs one row: what the run said about the broken file, and every way the row falls
+/// short (none when it holds).
+fn check(row: &Row) -> (String, Vec<String>) {
+    let setup = set_up(row);
+    let args: Vec<&str> = setup.args.iter().map(String::as_str).collect();
+    let (code, lines, stderr) = contracts(&args);
+    let mut problems = Vec::new();
+    let mut expect = |holds: bool, what: String| {
+        if !holds {
+            problems.push(what)
+        }
+    };
+    let file = &setup.broken;
+    let printed = |start: &str| lines.iter().position(|l| l.starts_with(start));
+    let mut said = String::new();
+
+    match &row.expect {
+        Expect::LoadError { key, at, words } => {
+            let line = line_of(&setup.broken_text, at);
+            let head = format!("{file}:{line}: error: `{key}`: ");
+            match printed(&head) {
+                Some(i) => {
+                    said = lines[i].clone();
+                    expect(lines[i].contains(words), format!("the error does not say `{words}`: {}", lines[i]))
+                }
+                None => expect(false, format!("no line `{head}...`")),
+            }
+        }
+        Expect::RecordError { record, words, log } => {
+            let head = format!("tf_softmax_stats ({record}) ERROR: ");
+            match printed(&head) {
+                Some(i) => {
+                    said = lines[i].clone();
+                    for w in *words {
+                        expect(lines[i].contains(w), format!("the ERROR line does not say `{w}`: {}", lines[i]));
+                    }
+                    let under: Vec<&String> = lines[i + 1..].iter().take_while(|l| l.starts_with("    ")).collect();
+                    if !log.is_empty() {
+                        let logged = under.iter().find(|l| log.iter().all(|w| l.contains(w)));
+                        expect(logged.is_some(), format!("no compiler log line with {log:?} under the ERROR line"));
+                        if let Some(logged) = logged {
+                            said = format!("{said} / under it: {}", logged.trim());
+                        }
+                    }
+                }
+                None => expect(false, format!("no line `{head}...`")),
+            }
+        }
+    }
+
+    let want_code = if row.alone { 2 } else { 1 };
+    expect(code == want_code, format!("exit {code}, not {want_code}"));
+    let summary = lines.last().filter(|l| l.starts_with("SUMMARY ")).cloned();
+    expect(summary.is_some(), "the last line is not the SUMMARY".into());
+    if !row.alone {
+        expect(printed("tf_add (f32) pass ").is_some(), "the good contract's record line `tf_add (f32) pass ...` is missing".into());
+        if matches!(row.breaks, Break::Control { .. }) {
+            expect(
+                printed("tf_add (assumes a whole number of blocks").is_some_and(|i| lines[i].contains(" red at repeat as planted")),
+                "the good control did not go red as planted".into(),
+            );
+        }
+    }
+
+    let report = setup.dir.path().join("r.json");
+    match std::fs::read_to_string(&report)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string()))
+    {
+        Err(e) => expect(false, format!("report {}: {e}", report.display())),
+        Ok(json) => {
+            expect(json["exit_code"] == want_code, format!("the report's exit_code is {}", json["exit_code"]));
+            let in_report = match &row.expect {
+                Expect::LoadError { key, at, .. } => json["contract_errors"].as_array().is_some_and(|errors| {
+                    errors
+                        .iter()
+                        .any(|e| e["file"] == file.as_str() && e["key"] == *key && e["line"] == line_of(&setup.broken_text, at) as u64)
+                }),
+                Expect::RecordError { record, words, .. } => json["records"].as_array().is_some_and(|records| {
+                    records
+                        .iter()
+                        .any(|r| r["record"] == *record && r["error"].as_str().is_some_and(|e| words.iter().all(|w| e.contains(w))))
+                }),
+            };
+            expect(in_report, "the error is not in the JSON report".into());
+        }
+    }
+    if !problems.is_empty() {
+        problems.push(format!("output:\n{}\n{stderr}", lines.join("\n")));
+    }
+    (said, problems)
+}
+
+#[test]
+fn every_bad_input_is_named_by_file_line_and_key_and_the_rest_still_runs() {
+    let rows = rows();
+    assert!(rows.len() >= 20);
+    // two runs at a time: each is mostly process start, loading and one small contract
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let chunks: Vec<_> = rows.chunks(rows.len().div_ceil(2)).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter_map(|row| {
+                            let (said, problems) = check(row);
+                            // the table as the run answered it, for `--nocapture`
+                            println!("{} -> {said}", row.name);
+                            (!problems.is_empty()).then(|| format!("{}:\n  {}", row.name, problems.join("\n  ")))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(failures.is_empty(), "{} of {} rows fall short:\n{}", failures.len(), rows.len(), failures.join("\n\n"));
+}
