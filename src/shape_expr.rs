@@ -43,7 +43,9 @@ fn error(expression: &str, reason: impl Into<String>) -> EngineError {
 impl Expr {
     pub fn parse(text: &str) -> Result<Expr, EngineError> {
         if text.len() > MAX_LENGTH {
-            return Err(error(&text[..64], format!("longer than {MAX_LENGTH} characters")));
+            // the first 64 characters name it; a byte slice could cut a character in two
+            let head: String = text.chars().take(64).collect();
+            return Err(error(&head, format!("longer than {MAX_LENGTH} characters")));
         }
         let mut parser = Parser { text, bytes: text.as_bytes(), at: 0, depth: 0 };
         let expr = parser.expression()?;
@@ -360,5 +362,17 @@ mod tests {
         }
         let deep = "(".repeat(200) + "1" + &")".repeat(200);
         assert!(Expr::parse(&deep).unwrap_err().to_string().contains("nested deeper"));
+        let deeper = "(".repeat(100_000) + "1" + &")".repeat(100_000);
+        assert!(Expr::parse(&deeper).unwrap_err().to_string().contains("longer than 1024 characters"));
+    }
+
+    /// Fuzzing found it: an over-long expression whose 64th byte falls inside a character
+    /// panicked while cutting the text that names it in the error.
+    #[test]
+    fn an_over_long_expression_with_wide_characters_is_an_error() {
+        let text = "a".repeat(63) + "\u{510}" + &"1".repeat(1000);
+        let e = Expr::parse(&text).unwrap_err().to_string();
+        assert!(e.contains("longer than 1024 characters"), "{e}");
+        assert!(e.contains(&("a".repeat(63) + "\u{510}`")), "{e}");
     }
 }
