@@ -209,23 +209,62 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     report.timing.modules_built = sources.len();
 
     let run_started = Instant::now();
-    for contract in &contracts {
-        let records: Vec<&Record> = contract.records.iter().collect();
-        let timeout = time_limit(settings, contract, None);
-        supervise(command, settings, info, contract, None, records, timeout, &mut |result| {
-            on_event(&Event::Record(&result));
-            report.records.push(result);
-        });
-    }
+    // the units of work in report order: each contract's records, then each control
+    let mut units: Vec<(&Contract, Option<&Control>, Vec<&Record>)> =
+        contracts.iter().map(|contract| (contract, None, contract.records.iter().collect())).collect();
     for control in &controls {
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
-        let record = contract.record(&control.record).unwrap();
-        let timeout = time_limit(settings, contract, Some(control));
-        supervise(command, settings, info, contract, Some(control), vec![record], timeout, &mut |result| {
-            on_event(&Event::Control(&result));
-            report.controls.push(result);
-        });
+        units.push((contract, Some(control), vec![contract.record(&control.record).unwrap()]));
     }
+    // `jobs` children at a time; results are reported in unit order whatever order the
+    // children finish in (those of the unit being reported as they arrive)
+    let next_unit = std::sync::atomic::AtomicUsize::new(0);
+    let (sender, results) = mpsc::channel::<(usize, Option<RecordResult>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..settings.jobs.clamp(1, units.len().max(1)) {
+            let sender = sender.clone();
+            let (units, next_unit) = (&units, &next_unit);
+            scope.spawn(move || {
+                loop {
+                    let index = next_unit.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((contract, control, records)) = units.get(index) else { break };
+                    let timeout = time_limit(settings, contract, *control);
+                    supervise(command, settings, info, contract, *control, records.clone(), timeout, &mut |result| {
+                        let _ = sender.send((index, Some(result)));
+                    });
+                    let _ = sender.send((index, None));
+                }
+            });
+        }
+        drop(sender);
+        let mut reporting = 0;
+        let mut waiting: Vec<Vec<RecordResult>> = vec![Vec::new(); units.len()];
+        let mut finished = vec![false; units.len()];
+        let mut report_result = |result: RecordResult| {
+            if result.control.is_some() {
+                on_event(&Event::Control(&result));
+                report.controls.push(result);
+            } else {
+                on_event(&Event::Record(&result));
+                report.records.push(result);
+            }
+        };
+        for (index, message) in results {
+            match message {
+                Some(result) if index == reporting => report_result(result),
+                Some(result) => waiting[index].push(result),
+                None => finished[index] = true,
+            }
+            while reporting < units.len() && finished[reporting] {
+                reporting += 1;
+                if let Some(next) = waiting.get_mut(reporting) {
+                    for result in next.drain(..) {
+                        report_result(result);
+                    }
+                }
+            }
+        }
+    });
     report.timing.run_seconds = run_started.elapsed().as_secs_f64();
     report.timing.total_seconds = started.elapsed().as_secs_f64();
     report
@@ -585,6 +624,7 @@ mod tests {
             strict_limits: false,
             timeout_seconds,
             isolated: true,
+            jobs: 1,
         }
     }
 

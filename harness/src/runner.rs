@@ -40,6 +40,8 @@ pub struct Settings {
     pub timeout_seconds: u64,
     /// Records run in child processes, so crash and timeout controls can run.
     pub isolated: bool,
+    /// Child processes at a time (isolated runs).
+    pub jobs: usize,
 }
 
 /// The time limit of a record whose contract and control set none, and no flag either: the

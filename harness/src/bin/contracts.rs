@@ -105,6 +105,11 @@ struct Flags {
     /// with `timeout_seconds` [default: 30].
     #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     timeout: Option<u64>,
+    /// Child processes at a time (each contract and each control has its own). More than one
+    /// overlaps their start (a GPU context each) and lets a hung record wait beside the others;
+    /// the report's order stays the same.
+    #[arg(long, global = true, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
     /// Run every record in this process, not each contract in a child process: for a
     /// debugger. A crash then ends the run, so crash and timeout controls are not run.
     #[arg(long, global = true)]
@@ -239,6 +244,7 @@ fn run_child(flags: &Flags) -> i32 {
             strict_limits: flags.strict_limits,
             timeout_seconds: runner::DEFAULT_TIMEOUT_SECONDS,
             isolated: true,
+            jobs: 1,
         };
         let started = backend(flags, &root).and_then(|(backend, _)| {
             let reference = if flags.compare_host {
@@ -319,6 +325,7 @@ fn run(flags: &Flags) -> Result<i32> {
         strict_limits: flags.strict_limits,
         timeout_seconds: flags.timeout.unwrap_or(runner::DEFAULT_TIMEOUT_SECONDS),
         isolated: !flags.in_process && !compiler_only,
+        jobs: flags.jobs as usize,
     };
     let mut print = |event: &Event| match event {
         Event::Started { arch, backend, toolchain } => {
