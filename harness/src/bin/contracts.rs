@@ -105,10 +105,10 @@ struct Flags {
     /// with `timeout_seconds` [default: 30].
     #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     timeout: Option<u64>,
-    /// Child processes at a time (each contract and each control has its own). More than one
-    /// overlaps their start (a GPU context each) and lets a hung record wait beside the others;
-    /// the report's order stays the same.
-    #[arg(long, global = true, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    /// Child processes at a time (each contract and each control has its own). Several at once
+    /// overlap their start (a GPU context each) and let a hung record wait out its limit beside
+    /// the others; the lines and the report keep their order.
+    #[arg(long, global = true, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
     /// Run every record in this process, not each contract in a child process: for a
     /// debugger. A crash then ends the run, so crash and timeout controls are not run.
