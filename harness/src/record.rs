@@ -20,8 +20,9 @@ fn starting_budget(arch: &str, figures: &BTreeMap<String, u64>) -> Vec<(&'static
     }
 }
 
-/// Rewrites the recorded figures of every contract the run measured; returns one line per file.
-pub fn write_recorded(run: &RunReport, contracts_dir: &Path) -> Result<Vec<String>, String> {
+/// Rewrites the recorded figures of every contract the run measured; returns one line per
+/// file and how many files changed.
+pub fn write_recorded(run: &RunReport, contracts_dir: &Path) -> Result<(Vec<String>, usize), String> {
     let mut by_file: BTreeMap<&str, (&BTreeMap<String, u64>, &str)> = BTreeMap::new();
     for record in &run.records {
         if let Some(limits) = &record.limits {
@@ -29,36 +30,79 @@ pub fn write_recorded(run: &RunReport, contracts_dir: &Path) -> Result<Vec<Strin
         }
     }
     let mut lines = Vec::new();
+    let mut changed = 0;
     for (file, (figures, compiler)) in by_file {
         let name = Path::new(file).file_name().ok_or_else(|| format!("{file}: no file name"))?;
         let path = contracts_dir.join(name);
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut document: DocumentMut = text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
-        let limits = document.entry("limits").or_insert_with(|| {
-            let mut t = Table::new();
-            t.set_implicit(true);
-            Item::Table(t)
-        });
-        let limits = limits.as_table_mut().ok_or_else(|| format!("{file}: `limits` is not a table"))?;
-        let table = limits
-            .entry(&run.arch)
-            .or_insert(Item::Table(Table::new()))
-            .as_table_mut()
-            .ok_or_else(|| format!("{file}: `limits.{}` is not a table", run.arch))?;
-        table.insert("compiler", value(compiler));
-        for (figure, v) in figures.iter().filter(|(k, _)| k.as_str() != "spills") {
-            table.insert(figure, value(*v as i64));
-        }
-        if !table.contains_key("budget") {
-            let mut budget = toml_edit::InlineTable::new();
-            for (k, v) in starting_budget(&run.arch, figures) {
-                budget.insert(k, (v as i64).into());
-            }
-            table.insert("budget", value(budget));
-        }
-        std::fs::write(&path, document.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
         let shown: Vec<String> = figures.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        lines.push(format!("{file}: [limits.{}] {}", run.arch, shown.join(", ")));
+        match recorded(&text, &run.arch, figures, compiler).map_err(|e| format!("{file}: {e}"))? {
+            Some(new_text) => {
+                std::fs::write(&path, new_text).map_err(|e| format!("{}: {e}", path.display()))?;
+                changed += 1;
+                lines.push(format!("{file}: [limits.{}] {}", run.arch, shown.join(", ")));
+            }
+            None => lines.push(format!("{file}: [limits.{}] {} as recorded, left as it is", run.arch, shown.join(", "))),
+        }
     }
-    Ok(lines)
+    Ok((lines, changed))
+}
+
+/// The contract's text with `figures` recorded under `[limits.<arch>]`, or None when every
+/// figure is already recorded as measured: then nothing is rewritten, not even the compiler
+/// line (a live run and the static compiler name themselves differently for the same bits).
+fn recorded(text: &str, arch: &str, figures: &BTreeMap<String, u64>, compiler: &str) -> Result<Option<String>, String> {
+    let mut document: DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
+    let limits = document.entry("limits").or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    let limits = limits.as_table_mut().ok_or("`limits` is not a table")?;
+    let table = limits.entry(arch).or_insert(Item::Table(Table::new())).as_table_mut().ok_or(format!("`limits.{arch}` is not a table"))?;
+    let measured: Vec<(&String, &u64)> = figures.iter().filter(|(k, _)| k.as_str() != "spills").collect();
+    let unchanged = table.contains_key("budget")
+        && measured.iter().all(|(figure, v)| table.get(figure).and_then(|item| item.as_integer()) == Some(**v as i64));
+    if unchanged {
+        return Ok(None);
+    }
+    // assigned in place, so a comment above a key stays with it
+    table["compiler"] = value(compiler);
+    for (figure, v) in measured {
+        table[figure.as_str()] = value(*v as i64);
+    }
+    if !table.contains_key("budget") {
+        let mut budget = toml_edit::InlineTable::new();
+        for (k, v) in starting_budget(arch, figures) {
+            budget.insert(k, (v as i64).into());
+        }
+        table.insert("budget", value(budget));
+    }
+    Ok(Some(document.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONTRACT: &str = "op = \"tf_add\"\n\n[limits.sm_90]\n# the live figures\ncompiler = \"NVRTC 13.0\"\nregisters = 14\nshared = 0\nbudget = { registers = 64, shared = 0, local = 0 }\n";
+
+    fn figures(registers: u64) -> BTreeMap<String, u64> {
+        [("registers".to_string(), registers), ("shared".to_string(), 0), ("local".to_string(), 0)].into()
+    }
+
+    #[test]
+    fn figures_as_recorded_leave_the_file_alone_and_a_change_rewrites_figure_and_compiler() {
+        let mut same = figures(14);
+        same.remove("local");
+        assert_eq!(recorded(CONTRACT, "sm_90", &same, "NVRTC cubin for sm_90, as the driver loaded it").unwrap(), None);
+        let changed = recorded(CONTRACT, "sm_90", &figures(15), "live").unwrap().expect("rewritten");
+        assert!(
+            changed.contains("registers = 15") && changed.contains("compiler = \"live\"") && changed.contains("local = 0"),
+            "{changed}"
+        );
+        assert!(changed.contains("# the live figures") && changed.contains("budget = { registers = 64"), "{changed}");
+        let fresh = recorded("op = \"tf_add\"\n", "gfx1201", &[("vgprs".to_string(), 12)].into(), "clang").unwrap().unwrap();
+        assert!(fresh.contains("[limits.gfx1201]") && fresh.contains("vgprs = 12") && fresh.contains("budget = { vgprs = 64"), "{fresh}");
+    }
 }

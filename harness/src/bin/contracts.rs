@@ -386,10 +386,11 @@ fn run(flags: &Flags) -> Result<i32> {
     if matches!(flags.command, Some(Subcommand::Record)) {
         let written =
             harness::record::write_recorded(&run, &settings.contracts_dir).map_err(|e| anyhow::anyhow!("recording figures: {e}"))?;
-        for line in &written {
+        let (lines, changed) = written;
+        for line in &lines {
             say!("{line}");
         }
-        say!("recorded {} figures of {} into {} contract(s)", run.arch, run.toolchain, written.len());
+        say!("recorded {} figures of {}: {changed} of {} contract(s) changed", run.arch, run.toolchain, lines.len());
         return Ok(0);
     }
     let summary = Summary::of(&run);
