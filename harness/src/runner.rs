@@ -374,6 +374,10 @@ pub(crate) fn load(
     if settings.run_controls {
         for path in control_files(&settings.controls_dir) {
             let control = Control::load(&path, &display(&settings.root, &path), &settings.root).and_then(|c| {
+                if engine::ops::find(&c.contract).is_none() {
+                    // said even when --only leaves the op out: a control for no op is wrong everywhere
+                    return Err(c.error("contract", format!("no op `{}` in the engine, so no contract for it", c.contract)));
+                }
                 if !settings.only.is_empty() && !settings.only.contains(&c.contract) {
                     return Ok(None);
                 }

@@ -209,7 +209,7 @@ fn rows() -> Vec<Row> {
             "# a typo\ncontract = \"tf_ad\"",
             "contract",
             "contract = ",
-            "no loaded contract for op `tf_ad`",
+            "no op `tf_ad` in the engine",
         ),
         control("control naming a missing record", "record = \"f16\"", "record = \"f8\"", "record", "record = ", "no record `f8`"),
         control("control naming an unknown gate", "gate = \"repeat\"", "gate = \"speed\"", "gate", "gate = ", "speed"),
