@@ -50,16 +50,8 @@ pub enum ChildJob {
 #[serde(rename_all = "snake_case")]
 pub enum ChildMessage {
     /// A case of the record in flight is about to run (so a crash can be placed in it).
-    Case {
-        record: String,
-        case: String,
-    },
+    Case(String),
     Result(Box<RecordResult>),
-    Built {
-        source: PathBuf,
-        seconds: f64,
-        error: Option<String>,
-    },
     /// Nothing of the job can run in this process (its contract no longer loads, the
     /// backend did not start): every record left gets this error.
     Fatal(String),
@@ -91,12 +83,9 @@ pub fn serve(
     let (contract_path, control_path, records) = match job {
         ChildJob::Build { sources } => {
             let sources: Vec<_> = sources.iter().map(|(path, symbol)| runner::kernel_source(settings, path, symbol)).collect();
-            let started = Instant::now();
-            let built = runner::build_all(backend, &sources);
-            for source in &sources {
-                let error = built.get(&source.path).and_then(|b| b.as_ref().err().cloned());
-                send(out, &ChildMessage::Built { source: source.path.clone(), seconds: started.elapsed().as_secs_f64(), error })?;
-            }
+            // the cache is what counts: a source that fails here fails again, reported, in the
+            // child of its record
+            runner::build_all(backend, &sources);
             return Ok(());
         }
         ChildJob::Records { contract, records } => (contract, None, records.clone()),
@@ -135,18 +124,15 @@ pub fn serve(
         None => Ok(None),
     };
     let gates_run = runner::gates_for(backend);
-    let in_flight: Mutex<String> = Mutex::new(String::new());
     let writer: Mutex<&mut dyn Write> = Mutex::new(out);
     let on_case = |case: &str| {
-        let record = in_flight.lock().unwrap().clone();
         // a lost pipe means the parent is gone; the next result's write says so
-        let _ = send(&mut **writer.lock().unwrap(), &ChildMessage::Case { record, case: case.to_string() });
+        let _ = send(&mut **writer.lock().unwrap(), &ChildMessage::Case(case.to_string()));
     };
     let context =
         RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules, on_case: Some(&on_case) };
     let mut inputs = InputCache::default();
     for record in chosen {
-        *in_flight.lock().unwrap() = record.name.clone();
         let result = runner::run_record(&context, &contract, record, &module, control.as_ref(), &mut inputs);
         let stop = result.error.is_some();
         send(&mut **writer.lock().unwrap(), &ChildMessage::Result(Box::new(result)))?;
@@ -157,14 +143,16 @@ pub fn serve(
     Ok(())
 }
 
+/// The `contracts` flag that makes a process a child; its value labels the job, so `ps`
+/// shows what each child runs.
+pub const CHILD_FLAG: &str = "--child";
+
 /// How the parent starts a child: the `contracts` binary with the flags that make its
 /// backend and settings the parent's. The job goes to its standard input.
 #[derive(Clone, Debug)]
 pub struct ChildCommand {
     pub program: PathBuf,
     pub args: Vec<OsString>,
-    /// The flag that carries the job's label (`--child`): `ps` shows what each child runs.
-    pub label_flag: String,
 }
 
 /// What the parent knows of the backend its children run on.
@@ -325,7 +313,7 @@ fn supervise(
         let ending = loop {
             let deadline = item_started + timeout;
             match child.next_message(deadline) {
-                Received::Message(ChildMessage::Case { case: c, .. }) => case = Some(c),
+                Received::Message(ChildMessage::Case(c)) => case = Some(c),
                 Received::Message(ChildMessage::Result(result)) => {
                     let expected = remaining.front().map(|r| r.name.as_str());
                     if expected != Some(result.record.as_str()) {
@@ -348,7 +336,6 @@ fn supervise(
                         emit(failed(record, None, message.clone(), item_started.elapsed().as_secs_f64()));
                     }
                 }
-                Received::Message(ChildMessage::Built { .. }) => {}
                 Received::End => break Ending::Exited,
                 Received::TimedOut => {
                     child.kill();
@@ -464,7 +451,7 @@ impl Supervised {
     fn start(command: &ChildCommand, label: &str, job: &ChildJob) -> std::io::Result<Supervised> {
         let mut child = Command::new(&command.program)
             .args(&command.args)
-            .arg(&command.label_flag)
+            .arg(CHILD_FLAG)
             .arg(label)
             .env("KERNEL_CONTRACTS_PARENT", std::process::id().to_string())
             .stdin(Stdio::piped())
@@ -502,6 +489,13 @@ impl Supervised {
         let mut pipe = child.stderr.take().expect("stderr is piped");
         let tail = stderr.clone();
         std::thread::spawn(move || {
+            let keep = |line: &[u8]| {
+                let mut tail = tail.lock().unwrap();
+                tail.push_back(String::from_utf8_lossy(line).chars().take(STDERR_LINE_CHARS).collect());
+                if tail.len() > STDERR_LINES {
+                    tail.pop_front();
+                }
+            };
             let mut bytes = Vec::new();
             let mut chunk = [0u8; 8192];
             while let Ok(n) = pipe.read(&mut chunk) {
@@ -511,21 +505,12 @@ impl Supervised {
                 bytes.extend_from_slice(&chunk[..n]);
                 // keep whole lines, the last ones only
                 while let Some(end) = bytes.iter().position(|b| *b == b'\n') {
-                    let text: String = String::from_utf8_lossy(&bytes[..end]).chars().take(STDERR_LINE_CHARS).collect();
+                    keep(&bytes[..end]);
                     bytes.drain(..=end);
-                    let mut tail = tail.lock().unwrap();
-                    tail.push_back(text);
-                    if tail.len() > STDERR_LINES {
-                        tail.pop_front();
-                    }
                 }
             }
             if !bytes.is_empty() {
-                let mut tail = tail.lock().unwrap();
-                tail.push_back(String::from_utf8_lossy(&bytes).chars().take(STDERR_LINE_CHARS).collect());
-                if tail.len() > STDERR_LINES {
-                    tail.pop_front();
-                }
+                keep(&bytes);
             }
             let _ = done_sender.send(());
         });

@@ -114,7 +114,8 @@ struct Flags {
     /// debugger. A crash then ends the run, so crash and timeout controls are not run.
     #[arg(long, global = true)]
     in_process: bool,
-    /// Internal: this process is a child of a run and reads its job on standard input.
+    /// Internal (`isolation::CHILD_FLAG`): this process is a child of a run and reads its job
+    /// on standard input.
     #[arg(long, global = true, hide = true, value_name = "LABEL")]
     child: Option<String>,
 }
@@ -221,6 +222,43 @@ fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi
     args
 }
 
+/// What the run covers, from the flags. A child is given every folder whole by its parent
+/// (and no --only: its job names what it runs).
+fn settings(flags: &Flags, root: &Path, isolated: bool) -> Settings {
+    let absolute = |p: &Option<PathBuf>, default: &str| -> PathBuf {
+        let p = p.clone().unwrap_or_else(|| root.join(default));
+        p.canonicalize().unwrap_or(p)
+    };
+    Settings {
+        contracts_dir: absolute(&flags.contracts, "contracts"),
+        controls_dir: absolute(&flags.controls, "controls"),
+        kernels_dir: absolute(&flags.kernels, "kernels"),
+        root: root.to_path_buf(),
+        only: flags.only.clone(),
+        run_controls: !flags.no_controls,
+        seed: flags.seed,
+        repeats: flags.repeats as usize,
+        strict_limits: flags.strict_limits,
+        timeout_seconds: flags.timeout.unwrap_or(runner::DEFAULT_TIMEOUT_SECONDS),
+        isolated,
+        jobs: flags.jobs as usize,
+    }
+}
+
+/// `--compare-host`: the host backend every case is also launched on.
+fn reference_host(flags: &Flags, settings: &Settings) -> Result<Option<HostBackend>> {
+    if !flags.compare_host {
+        return Ok(None);
+    }
+    let options = HostOptions {
+        prelude: settings.kernels_dir.join("host/prelude.h"),
+        cache_dir: flags.cache_dir.clone().unwrap_or_else(|| settings.root.join("target/kernel-cache")),
+        workers: worker_count(),
+        warp_size: flags.warp_size,
+    };
+    Ok(Some(HostBackend::new(options).context("--compare-host: starting the host backend")?))
+}
+
 /// A child of a run: its job from standard input, its messages on standard output.
 fn run_child(flags: &Flags) -> i32 {
     let parent = std::env::var("KERNEL_CONTRACTS_PARENT").ok().and_then(|p| p.parse().ok()).unwrap_or(0);
@@ -232,34 +270,8 @@ fn run_child(flags: &Flags) -> i32 {
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading the job")?;
         let job: ChildJob = serde_json::from_str(&text).context("reading the job")?;
         let root = flags.root.clone().context("a child is given --root")?;
-        let settings = Settings {
-            contracts_dir: flags.contracts.clone().context("a child is given --contracts")?,
-            controls_dir: flags.controls.clone().context("a child is given --controls")?,
-            kernels_dir: flags.kernels.clone().context("a child is given --kernels")?,
-            root: root.clone(),
-            only: Vec::new(),
-            run_controls: true,
-            seed: flags.seed,
-            repeats: flags.repeats as usize,
-            strict_limits: flags.strict_limits,
-            timeout_seconds: runner::DEFAULT_TIMEOUT_SECONDS,
-            isolated: true,
-            jobs: 1,
-        };
-        let started = backend(flags, &root).and_then(|(backend, _)| {
-            let reference = if flags.compare_host {
-                let options = HostOptions {
-                    prelude: settings.kernels_dir.join("host/prelude.h"),
-                    cache_dir: flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache")),
-                    workers: worker_count(),
-                    warp_size: flags.warp_size,
-                };
-                Some(HostBackend::new(options).context("--compare-host: starting the host backend")?)
-            } else {
-                None
-            };
-            Ok((backend, reference))
-        });
+        let settings = settings(flags, &root, true);
+        let started = backend(flags, &root).and_then(|(backend, _)| Ok((backend, reference_host(flags, &settings)?)));
         match started {
             Ok((backend, reference)) => {
                 isolation::serve(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &job, &mut out)?
@@ -307,26 +319,9 @@ fn run(flags: &Flags) -> Result<i32> {
     {
         bail!("--arch {arch} needs --static (or the record subcommand); a live run takes its arch from the device");
     }
-    let absolute = |p: &Option<PathBuf>, default: &str| -> PathBuf {
-        let p = p.clone().unwrap_or_else(|| root.join(default));
-        p.canonicalize().unwrap_or(p)
-    };
     // gate 4 from a compiler's figures alone: no kernel runs, so nothing to isolate
     let compiler_only = flags.static_only || matches!(flags.command, Some(Subcommand::Record)) && flags.backend != BackendChoice::Cuda;
-    let settings = Settings {
-        contracts_dir: absolute(&flags.contracts, "contracts"),
-        controls_dir: absolute(&flags.controls, "controls"),
-        kernels_dir: absolute(&flags.kernels, "kernels"),
-        root: root.clone(),
-        only: flags.only.clone(),
-        run_controls: !flags.no_controls,
-        seed: flags.seed,
-        repeats: flags.repeats as usize,
-        strict_limits: flags.strict_limits,
-        timeout_seconds: flags.timeout.unwrap_or(runner::DEFAULT_TIMEOUT_SECONDS),
-        isolated: !flags.in_process && !compiler_only,
-        jobs: flags.jobs as usize,
-    };
+    let settings = settings(flags, &root, !flags.in_process && !compiler_only);
     let mut print = |event: &Event| match event {
         Event::Started { arch, backend, toolchain } => {
             say!("kernel-contracts {}: backend {backend} ({arch}), {toolchain}; seed {:#x}", env!("CARGO_PKG_VERSION"), settings.seed)
@@ -365,21 +360,10 @@ fn run(flags: &Flags) -> Result<i32> {
             let command = ChildCommand {
                 program: std::env::current_exe().context("finding the contracts binary to run children")?,
                 args: child_args(flags, &settings, &info.name),
-                label_flag: "--child".into(),
             };
             isolation::run_isolated(&info, &command, &settings, &mut print)
         } else {
-            let reference = if flags.compare_host {
-                let options = HostOptions {
-                    prelude: settings.kernels_dir.join("host/prelude.h"),
-                    cache_dir: flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache")),
-                    workers: worker_count(),
-                    warp_size: flags.warp_size,
-                };
-                Some(HostBackend::new(options).context("--compare-host: starting the host backend")?)
-            } else {
-                None
-            };
+            let reference = reference_host(flags, &settings)?;
             runner::run_compared(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &mut print)
         }
     };
