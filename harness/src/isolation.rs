@@ -111,11 +111,7 @@ pub fn serve(
         }
     }
 
-    let source = match (&control, contract.op.source, contract.op.symbol) {
-        (Some(control), _, symbol) => Some(runner::kernel_source(settings, &control.source, symbol.unwrap_or(contract.op.name))),
-        (None, Some(source), Some(symbol)) => Some(runner::kernel_source(settings, &settings.kernels_dir.join(source), symbol)),
-        _ => None,
-    };
+    let source = runner::source_of(settings, &contract, control.as_ref());
     let sources: Vec<_> = source.iter().cloned().collect();
     let modules = runner::build_all(backend, &sources);
     let reference_modules = reference.map(|r| runner::build_all(r, &sources)).unwrap_or_default();
@@ -176,16 +172,8 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // from the cache. A build that fails or crashes here is built again, and reported, by
     // the record's own child.
     let build_started = Instant::now();
-    let mut sources: Vec<(PathBuf, String)> = Vec::new();
-    for c in &contracts {
-        if let (Some(source), Some(symbol)) = (c.op.source, c.op.symbol) {
-            sources.push((settings.kernels_dir.join(source), symbol.to_string()));
-        }
-    }
-    for c in &controls {
-        let op = contracts.iter().find(|k| k.op.name == c.contract).unwrap().op;
-        sources.push((c.source.clone(), op.symbol.unwrap_or(op.name).to_string()));
-    }
+    let mut sources: Vec<(PathBuf, String)> =
+        runner::kernel_sources(settings, &contracts, &controls).into_iter().map(|s| (s.path, s.kernels[0].clone())).collect();
     sources.dedup();
     if !sources.is_empty() {
         let mut child = Supervised::start(command, "build", &ChildJob::Build { sources: sources.clone() });

@@ -292,16 +292,7 @@ pub fn run_compared(
 
     // build every kernel source first, on all cores
     let build_started = Instant::now();
-    let mut sources: Vec<KernelSource> = Vec::new();
-    for c in &contracts {
-        if let (Some(source), Some(symbol)) = (c.op.source, c.op.symbol) {
-            sources.push(kernel_source(settings, &settings.kernels_dir.join(source), symbol));
-        }
-    }
-    for c in &controls {
-        let op = contracts.iter().find(|k| k.op.name == c.contract).unwrap().op;
-        sources.push(kernel_source(settings, &c.source, op.symbol.unwrap_or(op.name)));
-    }
+    let sources = kernel_sources(settings, &contracts, &controls);
     let modules = build_all(backend, &sources);
     let reference_modules = reference.map(|r| build_all(r, &sources)).unwrap_or_default();
     report.timing.build_seconds = build_started.elapsed().as_secs_f64();
@@ -435,6 +426,27 @@ fn control_applies(control: &Control, arch: &str, gates_run: &[Gate], isolated: 
         Planted::Fault(Fault::DeviceFault) => isolated && !arch.starts_with("host"),
     };
     possible && control.runs_on(arch)
+}
+
+/// The kernel a record runs: its control's faulty copy, else its contract's kernel; none for
+/// an op a library serves.
+pub(crate) fn source_of(settings: &Settings, contract: &Contract, control: Option<&Control>) -> Option<KernelSource> {
+    let op = contract.op;
+    match (control, op.source, op.symbol) {
+        (Some(control), _, symbol) => Some(kernel_source(settings, &control.source, symbol.unwrap_or(op.name))),
+        (None, Some(source), Some(symbol)) => Some(kernel_source(settings, &settings.kernels_dir.join(source), symbol)),
+        _ => None,
+    }
+}
+
+/// Every kernel a run builds: each contract's, then each control's.
+pub(crate) fn kernel_sources(settings: &Settings, contracts: &[Contract], controls: &[Control]) -> Vec<KernelSource> {
+    let of_contracts = contracts.iter().filter_map(|c| source_of(settings, c, None));
+    let of_controls = controls.iter().filter_map(|c| {
+        let contract = contracts.iter().find(|k| k.op.name == c.contract)?;
+        source_of(settings, contract, Some(c))
+    });
+    of_contracts.chain(of_controls).collect()
 }
 
 pub(crate) fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource {
