@@ -8,6 +8,7 @@ pub mod error;
 pub mod ops;
 pub mod shape_expr;
 pub mod tensor;
+pub mod toolchain;
 
 pub use dtype::DType;
 pub use error::EngineError;

@@ -6,7 +6,9 @@
 // Semantics follow HIP's own headers (amd_hip_runtime.h, amd_warp_functions.h,
 // amd_hip_atomic.h, amd_device_functions.h): the same builtins, the same index formulas.
 // Where this prelude differs from HIP, a comment says how and why. Measured facts behind it:
-// shared/notes/gpu-toolchains.md sections 1 and 5.
+// wave32 is the default for HIP compute kernels on gfx1201 (`.wavefront_size: 32`); clang's
+// HIP default is -ffp-contract=fast-honor-pragmas, so the build passes -ffp-contract=off for
+// bit-exact checks; f32 denormals are preserved on gfx1201 (`.amdhsa_float_denorm_mode_32 3`).
 #pragma once
 
 #if !defined(__HIP__) || !defined(__AMDGCN__)

@@ -5,7 +5,12 @@
 // run threads one after another as a plain loop; a new worker is forked only when the
 // running thread blocks at a barrier or a warp op. So a kernel that never synchronises
 // costs two fiber switches per block, and one that does costs one switch per thread per
-// sync op. The measured design and its pitfalls: shared/notes/host-simt.md.
+// sync op. Pitfalls measured while building it, each handled below where it bites: a
+// switch through ucontext costs a sigprocmask syscall (~300 ns), so the switch is our own;
+// returning onto another stack with `ret` mispredicts, so the switch pops and jumps;
+// `__shared__` persists across the blocks one OS thread runs (an unwritten read sees the
+// last block's data), so it is poisoned before each block; a suspended fiber never moves to
+// another OS thread (the compiler caches TLS addresses of `__shared__` across calls).
 #pragma once
 #include <cstdint>
 #include <cstddef>

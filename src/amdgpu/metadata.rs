@@ -5,8 +5,10 @@
 //! (`amdgcn-amd-amdhsa--gfx1201`), `amdhsa.version` and `amdhsa.kernels`, one map per kernel
 //! with `.name`, `.vgpr_count`, `.sgpr_count`, `.group_segment_fixed_size` (static LDS),
 //! `.private_segment_fixed_size` (scratch per lane), spill counts, `.max_flat_workgroup_size`
-//! and `.wavefront_size`. `hipFuncGetAttribute` is a view of the same note
-//! (shared/notes/gpu-toolchains.md 1.3 and 1.4), so these figures need no GPU.
+//! and `.wavefront_size`. `hipFuncGetAttribute` is a view of the same note (ROCm/clr's
+//! hip_module.cpp: MAX_THREADS_PER_BLOCK is `.max_flat_workgroup_size`, SHARED_SIZE_BYTES
+//! `.group_segment_fixed_size`, LOCAL_SIZE_BYTES `.private_segment_fixed_size`, NUM_REGS
+//! `.vgpr_count`; SGPRs are not exposed), so these figures need no GPU.
 //!
 //! Nothing here panics on malformed input: the ELF is read with `object` (bounds-checked),
 //! the note with the bounded reader in [`super::msgpack`].

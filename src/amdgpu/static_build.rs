@@ -1,6 +1,6 @@
 //! The static AMDGPU build: a kernel source compiled to a code object by an upstream clang
 //! with the AMDGPU target (Debian's clang-22), with no ROCm install and no GPU, so CI can
-//! read gfx1201 resource usage (shared/notes/gpu-toolchains.md section 1).
+//! read gfx1201 resource usage from the code object's metadata note (`super::metadata`).
 //!
 //! The HIP dialect comes from a header-free prelude (`kernels/hip/prelude.h`) force-included
 //! ahead of the source. Code objects are cached by a hash of everything that can change

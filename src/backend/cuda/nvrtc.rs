@@ -13,9 +13,34 @@ use crate::EngineError;
 use crate::backend::KernelSource;
 
 /// How to get NVRTC on a machine without the CUDA toolkit (what the error says).
-pub const NVRTC_INSTALL: &str = "install it with `python3 -m venv /work/venv-nvrtc && /work/venv-nvrtc/bin/pip install 'nvidia-cuda-nvrtc==13.0.*'` \
-     and set KERNEL_CONTRACTS_NVRTC_DIR=/work/venv-nvrtc/lib/python3.11/site-packages/nvidia/cu13/lib \
-     (or KERNEL_CONTRACTS_NVRTC=<path to libnvrtc.so.13>)";
+pub const NVRTC_INSTALL: &str = "`cargo xtask setup` installs the PyPI wheel nvidia-cuda-nvrtc==13.0.* into \
+     ~/.cache/kernel-contracts/venv-nvrtc, where the engine looks; or set KERNEL_CONTRACTS_NVRTC_DIR to the folder \
+     holding libnvrtc.so.13 (or KERNEL_CONTRACTS_NVRTC to the library itself)";
+
+/// The virtual environment `cargo xtask setup` installs the NVRTC wheel into:
+/// `$KERNEL_CONTRACTS_VENV`, else `$XDG_CACHE_HOME/kernel-contracts/venv-nvrtc`, else
+/// `~/.cache/kernel-contracts/venv-nvrtc`.
+pub fn wheel_venv() -> Option<PathBuf> {
+    let set = |name: &str| std::env::var_os(name).filter(|p| !p.is_empty()).map(PathBuf::from);
+    set("KERNEL_CONTRACTS_VENV")
+        .or_else(|| set("XDG_CACHE_HOME").map(|c| c.join("kernel-contracts/venv-nvrtc")))
+        .or_else(|| set("HOME").map(|h| h.join(".cache/kernel-contracts/venv-nvrtc")))
+}
+
+/// The wheel's library folders inside a virtual environment, whatever its Python version
+/// (`lib/python3.X/site-packages/nvidia/cu13/lib`), newest Python last.
+pub fn wheel_lib_dirs(venv: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(venv.join("lib"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("python3")))
+        .map(|e| e.path().join("site-packages/nvidia/cu13/lib"))
+        .filter(|d| d.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
 
 /// Where NVRTC is looked for, in order. An environment variable that is set is the only
 /// place looked at for its step's library, so a wrong setting is an error, not a fallback.
@@ -31,10 +56,9 @@ pub fn candidates() -> Vec<PathBuf> {
     for dir in ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"] {
         out.extend(names.iter().map(|n| Path::new(dir).join(n)));
     }
-    // where .ci/run installs the PyPI wheel, so a plain `cargo test` finds it afterwards
-    if let Some(home) = std::env::var_os("HOME") {
-        let wheel = Path::new(&home).join(".cache/kernel-contracts/venv-nvrtc/lib/python3.11/site-packages/nvidia/cu13/lib");
-        out.push(wheel.join("libnvrtc.so.13"));
+    // where `cargo xtask setup` installs the PyPI wheel, so a plain `cargo test` finds it
+    if let Some(venv) = wheel_venv() {
+        out.extend(wheel_lib_dirs(&venv).iter().rev().map(|d| d.join("libnvrtc.so.13")));
     }
     out
 }

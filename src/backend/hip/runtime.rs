@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use super::sys::*;
 use crate::EngineError;
 
-/// Sonames tried in order (shared/notes/gpu-toolchains.md 4.4): the dev symlink, ROCm 7,
-/// ROCm 6, ROCm 5 (Debian 12's libamdhip64-5).
+/// Sonames tried in order: the dev symlink, ROCm 7, ROCm 6, ROCm 5 (Debian 12's
+/// libamdhip64-5). ROCm 5.x has no libhiprtc of its own: its hiprtc symbols live in
+/// libamdhip64 (see `hiprtc::candidates`).
 pub const LIBAMDHIP64: &[&str] = &["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
 
 /// What is tried: `KERNEL_CONTRACTS_LIBAMDHIP64` alone when set, else [`LIBAMDHIP64`].

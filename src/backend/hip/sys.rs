@@ -1,7 +1,8 @@
 //! Layer (a): raw tables of function pointers for libamdhip64, hiprtc and librocblas, every
 //! required symbol resolved when the library opens (the same `api_table!` as the cuda
-//! backend). Signatures and values: shared/notes/gpu-toolchains.md 4.1 and 4.2 (ROCm/HIP
-//! hip_runtime_api.h, hiprtc.h; ROCm/rocBLAS library/include/internal/*.h). Nothing here
+//! backend). Signatures and values are ROCm's own headers' (ROCm/HIP hip_runtime_api.h,
+//! driver_types.h and hiprtc.h for ROCm 6 and later; ROCm/rocBLAS
+//! library/include/internal/*.h), the integer values read by compiling those headers. Nothing here
 //! checks a result code: that is layer (b), `runtime.rs`, `hiprtc.rs`, `rocblas.rs`.
 
 #![allow(non_snake_case, non_camel_case_types)]

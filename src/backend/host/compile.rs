@@ -12,9 +12,13 @@ use object::{Object, ObjectSymbol, SymbolKind};
 use crate::EngineError;
 use crate::backend::KernelSource;
 
-/// Flags that make host results mean what GPU results mean (notes/host-simt.md): no
-/// interposition (so kernels inline), TLS descriptors (fast `__shared__`), no FP
-/// contraction (bit-exact checks), no TLS-init hooks.
+/// Flags that make host results mean what GPU results mean, each for a measured reason:
+/// `-fvisibility=hidden` (under -fPIC a global kernel symbol can be interposed, so g++
+/// would call it through the PLT once per thread instead of inlining it);
+/// `-mtls-dialect=gnu2` (the default TLS dialect calls `__tls_get_addr` on every
+/// `__shared__` access, about 4 ns, and GCC does not hoist it; initial-exec would force the
+/// whole TLS segment into the static surplus and dlopen fails); `-ffp-contract=off` (g++
+/// fuses multiply-adds as soon as FMA is available, which breaks bit-exact checks).
 const FLAGS: &[&str] = &["-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off", "-mtls-dialect=gnu2", "-w"];
 
 #[derive(Clone, Debug)]

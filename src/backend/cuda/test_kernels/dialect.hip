@@ -1,4 +1,4 @@
-// Everything the kernel dialect allows (shared/brief rules), in one kernel, so the cuda
+// Everything the kernel dialect allows (the README's kernel dialect), in one kernel, so the cuda
 // backend's tests prove that the prelude maps all of it for NVRTC.
 #include "common.h"
 
