@@ -5,7 +5,7 @@
 //! `cargo xtask setup` does only the first part.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 
 use engine::backend::cuda::nvrtc;
 use engine::toolchain::{NOT_RUN_LOG, Toolchain};
@@ -42,8 +42,9 @@ struct Need {
     missing: Option<String>,
 }
 
+/// The program runs with this argument and succeeds (its output captured, not shown).
 fn runs(program: &str, arg: &str) -> bool {
-    Command::new(program).arg(arg).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new(program).arg(arg).output().is_ok_and(|out| out.status.success())
 }
 
 fn set(name: &str) -> Option<String> {
@@ -86,12 +87,7 @@ fn system_needs() -> Vec<Need> {
 }
 
 fn python_can_make_a_venv() -> bool {
-    Command::new("python3")
-        .args(["-c", "import venv, ensurepip"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    Command::new("python3").args(["-c", "import venv, ensurepip"]).output().is_ok_and(|out| out.status.success())
 }
 
 fn setup() -> Result<(), String> {
@@ -124,7 +120,7 @@ fn install_system_packages() -> Result<(), String> {
     }
     let sudo: &[&str] = if is_root() {
         &[]
-    } else if Command::new("sudo").args(["-n", "true"]).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+    } else if Command::new("sudo").args(["-n", "true"]).output().is_ok_and(|out| out.status.success()) {
         &["sudo", "-n"]
     } else {
         return Err(format!(
@@ -148,7 +144,6 @@ fn apt(sudo: &[&str], args: &[&str]) -> Result<(), String> {
     let status = Command::new(words[0])
         .args(&words[1..])
         .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdout(Stdio::null())
         .status()
         .map_err(|e| format!("`{}` did not start: {e}", words.join(" ")))?;
     if !status.success() {
