@@ -1,7 +1,7 @@
 //! Device tensors with guard bands on both sides. Guards hold the dtype's guard pattern (a
 //! NaN for float types), so a write past either end is seen and a read past it poisons.
 
-use crate::backend::{Backend, DeviceBuffer};
+use crate::backend::{Backend, DeviceBuffer, WatchedTensor};
 use crate::{DType, EngineError};
 
 /// Guard band on each side, in bytes.
@@ -40,6 +40,17 @@ impl Tensor {
 
     pub fn bytes(&self) -> usize {
         self.elements() * self.dtype.size()
+    }
+
+    /// This tensor as a launch's memory checks see it.
+    pub fn watched<'a>(&self, name: &'a str) -> WatchedTensor<'a> {
+        WatchedTensor {
+            name,
+            data: self.device_address(),
+            bytes: self.bytes() as u64,
+            element_bytes: self.dtype.size() as u32,
+            guard_bytes: GUARD_BYTES as u64,
+        }
     }
 
     /// The address kernels get: the first data element.

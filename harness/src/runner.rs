@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use engine::backend::{Backend, BlockOrder, KernelSource, Module, Schedule};
+use engine::backend::{Backend, BlockOrder, KernelSource, MemoryFinding, MemoryFindingKind, Module, Schedule, ThreadOrder};
 use engine::ops::{OpCall, Role};
 use engine::tensor::Tensor;
 use serde::Serialize;
@@ -55,15 +55,31 @@ pub fn output_poison(launch: usize) -> u8 {
     [0xff, 0x00, 0x5a, 0xa5, 0x3c][launch % 5]
 }
 
-/// The schedule of launch l: shared-memory poison, block order and wake order all change,
-/// so a result that depends on scheduling differs between repeats every time.
+/// The schedule of launch l: shared-memory poison, block order, the order a block's threads
+/// start in and the wake order all change, so a result that depends on scheduling differs
+/// between repeats every time.
 pub fn launch_schedule(launch: usize, seed: u64) -> Schedule {
     let block_order = match launch % 3 {
         0 => BlockOrder::Linear,
         1 => BlockOrder::Reversed,
         _ => BlockOrder::Shuffled(seed ^ launch as u64),
     };
-    Schedule { shared_poison: Some([0xff, 0x00, 0xa5, 0x5a, 0x3c][launch % 5]), block_order, wake_reverse: launch % 2 == 1 }
+    let thread_order = match launch % 4 {
+        0 => ThreadOrder::Forward,
+        1 => ThreadOrder::Reversed,
+        2 => ThreadOrder::Shuffled(seed ^ (launch as u64).rotate_left(32)),
+        _ => ThreadOrder::WarpAhead(seed ^ launch as u64),
+    };
+    Schedule { shared_poison: Some([0xff, 0x00, 0xa5, 0x5a, 0x3c][launch % 5]), block_order, wake_reverse: launch % 2 == 1, thread_order }
+}
+
+/// The gate a wrong access fails: a race makes the result depend on the schedule (repeat);
+/// the rest read or write what the kernel's shapes do not allow (shapes).
+pub fn gate_of(kind: MemoryFindingKind) -> Gate {
+    match kind {
+        MemoryFindingKind::SharedRace => Gate::Repeat,
+        _ => Gate::Shapes,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -813,6 +829,8 @@ fn run_case(
 
     let repeats = settings.repeats.max(3);
     let mut launches: BTreeMap<&str, Vec<Vec<u8>>> = BTreeMap::new();
+    // the first launch's finding of each kind (the host backend's memory checks)
+    let mut memory: BTreeMap<MemoryFindingKind, MemoryFinding> = BTreeMap::new();
     let mut poisons: BTreeMap<&str, Vec<Vec<u8>>> = BTreeMap::new();
     let mut report = CaseReport {
         symbols: case.symbols.clone(),
@@ -847,6 +865,9 @@ fn run_case(
             report.block_threads = stats.block_threads;
         }
         report.inactive_lane_reads = report.inactive_lane_reads.max(stats.inactive_lane_reads);
+        for finding in stats.findings {
+            memory.entry(finding.kind).or_insert(finding);
+        }
         for name in &outputs {
             launches.entry(name).or_default().push(tensors[*name].read().map_err(text)?);
         }
@@ -857,6 +878,10 @@ fn run_case(
         report.cross_backend = Some(compare_on(reference, context, contract, record, case, &input_bytes, &first));
     }
     let mut failures: CaseFailures = Vec::new();
+    for finding in memory.into_values() {
+        let failure = Failure { count: finding.count as usize, total: finding.count as usize, first: None, message: finding.message };
+        failures.push((gate_of(finding.kind), finding.subject, failure));
+    }
     for name in &outputs {
         let tensor = &tensors[*name];
         let (dtype, shape) = (tensor.dtype, &tensor.shape);
@@ -990,12 +1015,13 @@ impl Module for DryModule {
     fn source(&self) -> &KernelSource {
         &self.source
     }
-    fn launch(
+    fn launch_watched(
         &self,
         _: &str,
         dims: engine::backend::LaunchDims,
         _: Schedule,
         _: &[engine::backend::KernelArg],
+        _: &[engine::backend::WatchedTensor],
     ) -> Result<engine::backend::LaunchReport, engine::EngineError> {
         *self.block.lock().unwrap() = Some(dims.block.iter().product());
         Ok(engine::backend::LaunchReport::default())

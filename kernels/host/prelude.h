@@ -40,6 +40,11 @@
 #define SIMT_DYNAMIC_SHARED_MAX (64 * 1024)
 #endif
 #define SIMT_MESSAGE_BYTES 512
+// Kernels are compiled with -fsanitize=thread for its instrumentation alone: every load and
+// store of kernel code calls __tsan_readN / __tsan_writeN, which this prelude defines (no
+// ThreadSanitizer runtime is linked) to check accesses against the launch's tensors and the
+// block's shared memory. The runtime itself is not instrumented.
+#define SIMT_NOSAN __attribute__((no_sanitize("thread")))
 
 // ---------------------------------------------------------------- dialect
 #define __global__
@@ -54,6 +59,17 @@
 // runs, so the variable is per block. `extern __shared__ T x[];` becomes an undefined
 // TLS symbol that the engine renames (objcopy --redefine-sym) to the pool below.
 #define __shared__ thread_local
+// The host build rewrites each block-scope `__shared__ T name[N];` into a shared_array and a
+// reference to its data (src/backend/host/shared_decls.rs): the redzone after the data is
+// where an overrun lands, so the memory checks can name it.
+#define SIMT_REDZONE 64
+namespace simt {
+template <class A> struct shared_array {
+  static_assert(alignof(A) <= SIMT_REDZONE, "a __shared__ array aligned beyond the redzone size");
+  A data;
+  unsigned char redzone[SIMT_REDZONE];
+};
+}  // namespace simt
 
 struct uint3 { unsigned x, y, z; };
 struct dim3 {
@@ -140,6 +156,25 @@ __simt_trampoline:
 )");
 
 // ---------------------------------------------------------------- launch ABI (mirrored in src/backend/host/runtime.rs)
+// A tensor of the launch, for the memory checks: data [data, data + bytes), guard bands of
+// `guard` bytes on each side. An access in a guard band is out of bounds.
+struct simt_region {
+  unsigned long long data, bytes, guard;
+  unsigned element_bytes, index;    // index: the tensor's place in the caller's table (names live there)
+};
+// The first access of one kind of memory finding (by the order this OS thread ran blocks),
+// and how many accesses of that kind there were.
+struct simt_finding {
+  unsigned long long count;
+  long long place;                  // region index (global) or shared variable index
+  long long offset;                 // bytes from the start of the tensor's data or the shared variable
+  unsigned access_bytes, write;     // write: 0 read, 1 write, 2 atomic
+  unsigned block[3], thread;
+  unsigned long long pc;            // return address into the module, relative to its load base
+  unsigned other_thread, other_write;
+  unsigned long long other_pc;      // the earlier access of a race
+};
+enum { SIMT_F_OOB_READ, SIMT_F_OOB_WRITE, SIMT_F_SHARED_OOB, SIMT_F_SHARED_UNWRITTEN, SIMT_F_SHARED_RACE, SIMT_F_KINDS };
 struct simt_config {
   unsigned grid[3], block[3];
   unsigned long long dynamic_shared;
@@ -148,12 +183,24 @@ struct simt_config {
   int shared_poison;                // 0: off; 0x100 | b: fill all shared memory with byte b before each block
   int wake_reverse;                 // 1: release barrier waiters in reverse arrival order
   const unsigned* block_order;      // null: blocks in linear order; else a permutation of 0..blocks-1
+  int thread_order;                 // the order a block's threads start in: SIMT_ORDER_*
+  unsigned long long order_seed;
+  const simt_region* regions;       // sorted by data address
+  unsigned region_count;
+  int check_memory;                 // 1: every kernel access is checked (regions, shared memory)
 };
+enum { SIMT_ORDER_FORWARD, SIMT_ORDER_REVERSE, SIMT_ORDER_SHUFFLE, SIMT_ORDER_WARP_AHEAD };
 struct simt_result {
   int code;                         // 0 ok, 1 kernel error (message), 2 bad launch
   char message[SIMT_MESSAGE_BYTES];
   unsigned long long blocks, switches, inactive_reads;
   unsigned stacks;
+  simt_finding findings[SIMT_F_KINDS];
+};
+// A `__shared__` variable of the module (from its symbol table, registered by the engine):
+// its offset in the module's TLS block, its bytes, and the redzone after them.
+struct simt_shared_var {
+  unsigned long long offset, bytes, redzone;
 };
 
 namespace simt {
@@ -170,6 +217,7 @@ struct Fiber {
   Scheduler* scheduler;
   Fiber* next_free;
   unsigned alive_slot;   // index in Block::alive
+  unsigned counter;      // the block's start counter of the thread it runs (threads start in Block::order)
 };
 // Power-of-two-aligned stack tops all map to the same cache sets; shifting each header
 // down by a per-region colour (17 lines x region mod 64) spreads 64 fibers over the sets.
@@ -185,6 +233,8 @@ struct Warp {
   lanemask arrived;      // lanes waiting at the pending op
   lanemask valid[2];     // lanes whose value sits in exchange[p]
   unsigned parity, waiting;
+  lanemask started;      // lanes whose thread has started (exited ones are started and not alive)
+  uint32_t syncs;        // warp ops completed in this block: they order the lanes' shared accesses
   const char* file; int line;
   Fiber* waiters[WARP];
   alignas(16) unsigned char exchange[2][WARP][16];
@@ -205,13 +255,35 @@ struct Block {
   int error; char message[SIMT_MESSAGE_BYTES - 64];
   unsigned long long switches, inactive_reads;
   unsigned warp_count; Warp warps[MAX_WARPS];
+  const uint16_t* order;  // linear thread index of each start counter value, or null (0, 1, 2, ...)
+  uint16_t order_storage[MAX_THREADS];
+  uint32_t first_interval; // the shared-memory interval this block began in
 };
+
+// The memory checks' shadow of one byte of the module's TLS block.
+struct Shadow {
+  uint32_t write_interval, read_interval;   // the barrier interval of the last write and of the reads
+  uint32_t write_pc, read_pc;               // where (module offsets of the return addresses)
+  uint32_t write_syncs, read_syncs;         // the accessing warp's completed warp ops (latest read)
+  uint16_t writer, reader;                  // thread indices; MANY when two or more threads did it
+  uint16_t reader_warp;                     // the readers' warp; MANY when they span warps
+  uint16_t var;                             // 0: not shared; 1 + index; REDZONE | (1 + index); DYNAMIC
+  uint16_t write_atomic, unused;
+};
+enum : uint16_t { MANY = 0xffff, REDZONE = 0x8000, DYNAMIC = 0x7fff };
 
 struct Scheduler {       // one per OS thread per module, never freed (worker threads are persistent)
   void* main_sp;
-  unsigned char* tls_base; size_t tls_size;   // this module's TLS block, for poisoning
+  unsigned char* tls_base; size_t tls_size;   // this module's TLS block, for poisoning and the shadow
   Fiber* free_list;
   unsigned stacks;
+  // memory checks of the running launch
+  int checking;
+  const simt_config* config;
+  simt_result* result;
+  Shadow* shadow;          // one per byte of the TLS block, allocated at the first checked block
+  uint32_t interval;       // barrier intervals so far, over every block this thread ran
+  uintptr_t hit_data; size_t hit_bytes;   // the tensor data the last checked access was in
   Block block;
 };
 static thread_local Scheduler* tls_scheduler;
@@ -221,20 +293,20 @@ struct Kernel {
   unsigned parameter_count; unsigned parameter_sizes[32];
 };
 
-static void fail(Block& b, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-__attribute__((noinline, cold)) static void fail(Block& b, const char* fmt, ...) {
+SIMT_NOSAN static void fail(Block& b, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+SIMT_NOSAN __attribute__((noinline, cold)) static void fail(Block& b, const char* fmt, ...) {
   if (b.error) return;
   b.error = 1;
   va_list ap; va_start(ap, fmt); vsnprintf(b.message, sizeof b.message, fmt, ap); va_end(ap);
 }
 
-static inline unsigned linear_thread(const Block& b, const Fiber* f) {
+SIMT_NOSAN static inline unsigned linear_thread(const Block& b, const Fiber* f) {
   return f->thread_index.x + b.block_dim.x * (f->thread_index.y + b.block_dim.y * f->thread_index.z);
 }
 
-[[noreturn]] static void worker_main(void*);
+[[noreturn]] SIMT_NOSAN static void worker_main(void*);
 
-static Fiber* new_worker(Scheduler* s) {
+SIMT_NOSAN static Fiber* new_worker(Scheduler* s) {
   Block& b = s->block;
   Fiber* f = s->free_list;
   if (f) s->free_list = f->next_free;
@@ -268,30 +340,28 @@ static Fiber* new_worker(Scheduler* s) {
   return f;
 }
 
-static inline void make_ready(Block& b, Fiber* f) { b.ready[b.ready_tail] = f; b.ready_tail = (b.ready_tail + 1) % (MAX_THREADS + 1); }
+SIMT_NOSAN static inline void make_ready(Block& b, Fiber* f) { b.ready[b.ready_tail] = f; b.ready_tail = (b.ready_tail + 1) % (MAX_THREADS + 1); }
 
-static void warp_release(Block& b, Warp& w, Fiber* keep_running) {
+SIMT_NOSAN static void warp_release(Block& b, Warp& w, Fiber* keep_running) {
   for (unsigned i = 0; i < w.waiting; i++) {
     unsigned k = b.wake_reverse ? w.waiting - 1 - i : i;
     if (w.waiters[k] != keep_running) make_ready(b, w.waiters[k]);
   }
   w.waiting = 0; w.arrived = 0;
   w.parity ^= 1; w.valid[w.parity] = 0;
+  w.syncs++;
 }
 
 // Nothing is runnable: pending warp ops whose missing lanes have all exited can now
 // complete (exited lanes are inactive). Returns true if anything was released.
-__attribute__((noinline)) static bool resolve_stuck(Block& b) {
+SIMT_NOSAN __attribute__((noinline)) static bool resolve_stuck(Block& b) {
   lanemask alive[MAX_WARPS] = {};
   for (unsigned i = 0; i < b.alive_count; i++) { unsigned t = linear_thread(b, b.alive[i]); alive[t / WARP] |= lanemask(1) << (t % WARP); }
   bool any = false;
   for (unsigned wi = 0; wi < b.warp_count; wi++) {
     Warp& w = b.warps[wi];
     if (!w.waiting) continue;
-    lanemask started = 0;
-    unsigned low = wi * WARP;
-    if (b.started > low) started = (b.started - low >= (unsigned)WARP) ? ~lanemask(0) : ((lanemask(1) << (b.started - low)) - 1);
-    lanemask need = w.lanes & ~(started & ~alive[wi]);   // exited lanes are not waited for
+    lanemask need = w.lanes & ~(w.started & ~alive[wi]);   // exited lanes are not waited for
     if ((w.arrived & need) == need) { warp_release(b, w, nullptr); any = true; }
   }
   return any;
@@ -299,7 +369,7 @@ __attribute__((noinline)) static bool resolve_stuck(Block& b) {
 
 // Next fiber to run: a released waiter, else a fresh worker for unstarted threads,
 // else nullptr (the scheduler's own stack: block done, error, or nothing runnable).
-static Fiber* pick_next(Scheduler* s) {
+SIMT_NOSAN static Fiber* pick_next(Scheduler* s) {
   Block& b = s->block;
   if (b.error) return nullptr;
   for (;;) {
@@ -311,21 +381,21 @@ static Fiber* pick_next(Scheduler* s) {
 
 // from == nullptr: we are the scheduler's own stack, or (dying) a worker that never
 // comes back. to == nullptr: go to the scheduler's stack.
-static inline void switch_to(Scheduler* s, Fiber* from, bool dying, Fiber* to) {
+SIMT_NOSAN static inline void switch_to(Scheduler* s, Fiber* from, bool dying, Fiber* to) {
   s->block.switches++;
   void* dead;
   __simt_swap(from ? &from->sp : dying ? &dead : &s->main_sp, to ? to->sp : s->main_sp);
 }
-static inline void block_wait(Scheduler* s, Fiber* me) {
+SIMT_NOSAN static inline void block_wait(Scheduler* s, Fiber* me) {
   Fiber* next = pick_next(s);
   if (next != me) switch_to(s, me, false, next);
 }
 // Called first by every sync op: publish the running worker's private thread counter.
-static inline void flush(Block& b, Fiber* me) {
-  if (b.runner == me) { b.started = linear_thread(b, me) + 1; b.runner = nullptr; }
+SIMT_NOSAN static inline void flush(Block& b, Fiber* me) {
+  if (b.runner == me) { b.started = me->counter + 1; b.runner = nullptr; }
 }
 
-[[noreturn]] static void worker_main(void* arg) {
+[[noreturn]] SIMT_NOSAN static void worker_main(void* arg) {
   Scheduler* s = (Scheduler*)arg;
   Block& b = s->block;
   Fiber* me = self();
@@ -340,13 +410,13 @@ static inline void flush(Block& b, Fiber* me) {
 }
 
 // A kernel error (trap, divergence): record it and leave the block for good.
-[[noreturn]] __attribute__((noinline, cold)) static void abandon_block(Scheduler* s, Fiber* me) {
+[[noreturn]] SIMT_NOSAN __attribute__((noinline, cold)) static void abandon_block(Scheduler* s, Fiber* me) {
   switch_to(s, me, false, nullptr);
   __builtin_unreachable();
 }
 
 // ---------------------------------------------------------------- block barrier
-__attribute__((noinline)) static void syncthreads(const char* file, int line) {
+SIMT_NOSAN __attribute__((noinline)) static void syncthreads(const char* file, int line) {
   Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
   flush(b, me);
   unsigned exited = b.started - b.alive_count;
@@ -359,6 +429,7 @@ __attribute__((noinline)) static void syncthreads(const char* file, int line) {
   if (b.barrier_waiting == 0) { b.barrier_file = file; b.barrier_line = line; }
   b.barrier_waiters[b.barrier_waiting++] = me;
   if (b.barrier_waiting == b.threads) {   // last to arrive: release the others, keep running
+    s->interval++;                          // accesses after the barrier are ordered after those before
     for (unsigned i = 0; i + 1 < b.barrier_waiting; i++) {
       unsigned k = b.wake_reverse ? b.barrier_waiting - 2 - i : i;
       make_ready(b, b.barrier_waiters[k]);
@@ -369,7 +440,7 @@ __attribute__((noinline)) static void syncthreads(const char* file, int line) {
   block_wait(s, me);
 }
 
-__attribute__((noinline, cold)) static void trap(const char* file, int line) {
+SIMT_NOSAN __attribute__((noinline, cold)) static void trap(const char* file, int line) {
   Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
   flush(b, me);
   fail(b, "trap: thread %u executed __trap() at %s:%d", linear_thread(b, me), file, line);
@@ -381,7 +452,7 @@ __attribute__((noinline, cold)) static void trap(const char* file, int line) {
 // warp-level barrier), then reads the source lane's slot. Two buffers make one barrier
 // per op enough: buffer p is rewritten only after every lane has arrived at the next op.
 template <class T>
-__attribute__((noinline)) static unsigned warp_exchange(T v, const char* file, int line, Warp*& warp_out, unsigned& lane_out) {
+SIMT_NOSAN __attribute__((noinline)) static unsigned warp_exchange(T v, const char* file, int line, Warp*& warp_out, unsigned& lane_out) {
   static_assert(sizeof(T) <= 16 && std::is_trivially_copyable_v<T>, "shuffle type");
   Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
   flush(b, me);
@@ -459,21 +530,16 @@ __attribute__((flatten)) static void loop_impl(Block& b, std::index_sequence<I..
   const unsigned n = b.threads;
   b.runner = me;
   unsigned t = b.started;
-  if (b.block_dim.y == 1 && b.block_dim.z == 1) {
-    while (t < n) {
-      me->thread_index.x = t;
-      F(std::get<I>(params)...);
-      if (__builtin_expect(b.runner == me, 1)) t++;   // did not block: keep counting privately
-      else { t = b.started; b.runner = me; }          // blocked meanwhile: others may have started threads
-    }
-  } else {
-    const unsigned bx = b.block_dim.x, by = b.block_dim.y;
-    while (t < n) {
-      me->thread_index = uint3{t % bx, (t / bx) % by, t / (bx * by)};
-      F(std::get<I>(params)...);
-      if (__builtin_expect(b.runner == me, 1)) t++;
-      else { t = b.started; b.runner = me; }
-    }
+  const unsigned bx = b.block_dim.x, by = b.block_dim.y;
+  const bool flat = by == 1 && b.block_dim.z == 1;
+  while (t < n) {
+    unsigned linear = b.order ? b.order[t] : t;
+    me->counter = t;
+    me->thread_index = flat ? uint3{linear, 0, 0} : uint3{linear % bx, (linear / bx) % by, linear / (bx * by)};
+    b.warps[linear / WARP].started |= lanemask(1) << (linear % WARP);
+    F(std::get<I>(params)...);
+    if (__builtin_expect(b.runner == me, 1)) t++;   // did not block: keep counting privately
+    else { t = b.started; b.runner = me; }          // blocked meanwhile: others may have started threads
   }
   b.started = n; b.runner = nullptr;
 }
@@ -486,7 +552,36 @@ template <class... P> static constexpr Kernel describe(void (*)(P...), void (*ru
   return Kernel{run, sizeof...(P), {unsigned(sizeof(std::remove_reference_t<P>))...}};
 }
 
-static int run_block(Scheduler* s) {
+SIMT_NOSAN static unsigned long long splitmix64(unsigned long long& state) {
+  state += 0x9e3779b97f4a7c15ull;
+  unsigned long long z = state;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// The order a block's threads start in (each runs until it blocks at a barrier or warp op):
+// forward, reversed, a seeded shuffle, or one seeded warp first and the rest forward.
+SIMT_NOSAN static void set_thread_order(Block& b, const simt_config* c, unsigned long long block) {
+  const unsigned n = b.threads;
+  b.order = nullptr;
+  if (c->thread_order == SIMT_ORDER_FORWARD || n < 2) return;
+  uint16_t* o = b.order_storage;
+  unsigned long long state = c->order_seed ^ (block * 0x9e3779b97f4a7c15ull);
+  if (c->thread_order == SIMT_ORDER_REVERSE) {
+    for (unsigned i = 0; i < n; i++) o[i] = (uint16_t)(n - 1 - i);
+  } else if (c->thread_order == SIMT_ORDER_SHUFFLE) {
+    for (unsigned i = 0; i < n; i++) o[i] = (uint16_t)i;
+    for (unsigned i = n - 1; i > 0; i--) { unsigned j = (unsigned)(splitmix64(state) % (i + 1)); uint16_t x = o[i]; o[i] = o[j]; o[j] = x; }
+  } else {
+    unsigned warps = (n + WARP - 1) / WARP, ahead = (unsigned)(splitmix64(state) % warps), k = 0;
+    for (unsigned i = ahead * WARP; i < n && i < (ahead + 1) * WARP; i++) o[k++] = (uint16_t)i;
+    for (unsigned i = 0; i < n; i++) if (i / WARP != ahead) o[k++] = (uint16_t)i;
+  }
+  b.order = o;
+}
+
+SIMT_NOSAN static int run_block(Scheduler* s) {
   Block& b = s->block;
   b.started = 0; b.runner = nullptr; b.alive_count = 0; b.barrier_waiting = 0; b.error = 0; b.message[0] = 0;
   b.ready_head = b.ready_tail = 0;
@@ -496,7 +591,9 @@ static int run_block(Scheduler* s) {
     unsigned count = (b.threads - i * WARP) < (unsigned)WARP ? (b.threads - i * WARP) : (unsigned)WARP;
     w.lanes = count == (unsigned)WARP ? ~lanemask(0) : ((lanemask(1) << count) - 1);
     w.arrived = w.valid[0] = w.valid[1] = 0; w.parity = 0; w.waiting = 0;
+    w.started = 0; w.syncs = 0;
   }
+  b.first_interval = ++s->interval;
   Fiber* first = new_worker(s);
   if (!first) { fail(b, "out of memory for fiber stacks"); return 1; }
   switch_to(s, nullptr, false, first);
@@ -524,13 +621,13 @@ static int run_block(Scheduler* s) {
 // This module's TLS block for the calling thread: its __shared__ variables, the dynamic
 // pool and tls_scheduler. Found with dlinfo(RTLD_DI_TLS_DATA) and PT_TLS p_memsz.
 struct TlsExtent { unsigned char* base; size_t size; };
-static int tls_phdr_callback(dl_phdr_info* info, size_t, void* data) {
+SIMT_NOSAN static int tls_phdr_callback(dl_phdr_info* info, size_t, void* data) {
   auto* want = (std::pair<uintptr_t, size_t>*)data;
   if (info->dlpi_addr != want->first) return 0;
   for (int i = 0; i < info->dlpi_phnum; i++) if (info->dlpi_phdr[i].p_type == PT_TLS) want->second = info->dlpi_phdr[i].p_memsz;
   return 1;
 }
-static TlsExtent tls_extent() {
+SIMT_NOSAN static TlsExtent tls_extent() {
   Dl_info info; dladdr((void*)&tls_extent, &info);
   void* handle = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
   void* p = nullptr; if (handle) { dlinfo(handle, RTLD_DI_TLS_DATA, &p); dlclose(handle); }
@@ -539,7 +636,7 @@ static TlsExtent tls_extent() {
   return TlsExtent{(unsigned char*)p, p ? want.second : 0};
 }
 // Poisons this block's shared memory: static __shared__ and the first dynamic bytes of the pool.
-static void poison_shared(const TlsExtent& e, int byte, size_t dynamic) {
+SIMT_NOSAN static void poison_shared(const TlsExtent& e, int byte, size_t dynamic) {
   // tls_scheduler never has its address taken, so the compiler may assume the memset cannot
   // touch it and drop the restore: launder the address through an asm.
   Scheduler** slot = &tls_scheduler;
@@ -557,15 +654,210 @@ static void poison_shared(const TlsExtent& e, int byte, size_t dynamic) {
 }
 }  // namespace simt
 
+// ---------------------------------------------------------------- memory checks
+// Every load and store of kernel code comes here (see SIMT_NOSAN). An access to the module's
+// TLS block is a shared-memory access when its shadow names a variable: it is checked
+// against the variable's bounds (a redzone follows every rewritten `__shared__` array, the
+// dynamic pool ends at the launch's dynamic bytes), against writes in this block (a read of
+// bytes no thread of the block wrote), and against other threads' accesses in the same
+// barrier interval (a race, unless a warp op of the same warp came between). Any other
+// access is checked against the launch's tensors: one in a guard band is out of bounds.
+namespace simt {
+enum { MAX_SHARED_VARS = 256 };
+static simt_shared_var registered_vars[MAX_SHARED_VARS];
+static unsigned registered_var_count;
+static uintptr_t module_base;
+enum AccessKind : unsigned { READ = 0, WRITE = 1, ATOMIC = 2, ATOMIC_LOAD = 3 };
+
+SIMT_NOSAN static uint32_t pc_offset(void* ret) { return (uint32_t)((uintptr_t)ret - module_base); }
+
+SIMT_NOSAN __attribute__((noinline)) static void record(Scheduler* s, int kind, long long place, long long offset, size_t bytes,
+                                                        unsigned access, void* ret, unsigned other = 0, unsigned other_access = 0,
+                                                        uint32_t other_pc = 0) {
+  simt_finding& f = s->result->findings[kind];
+  if (f.count++) return;
+  Block& b = s->block;
+  f.place = place; f.offset = offset; f.access_bytes = (unsigned)bytes; f.write = access;
+  f.block[0] = b.block_index.x; f.block[1] = b.block_index.y; f.block[2] = b.block_index.z;
+  f.thread = linear_thread(b, self()); f.pc = pc_offset(ret);
+  f.other_thread = other; f.other_write = other_access; f.other_pc = other_pc;
+}
+
+// Shadow bytes for the module's TLS block of this thread, each naming its variable.
+SIMT_NOSAN static bool ensure_shadow(Scheduler* s) {
+  if (s->shadow) return true;
+  if (!s->tls_size) { TlsExtent e = tls_extent(); s->tls_base = e.base; s->tls_size = e.size; }
+  if (!s->tls_base || !s->tls_size) return false;
+  s->shadow = (Shadow*)calloc(s->tls_size, sizeof(Shadow));
+  if (!s->shadow) return false;
+  for (unsigned k = 0; k < registered_var_count; k++) {
+    const simt_shared_var& v = registered_vars[k];
+    for (unsigned long long i = 0; i < v.bytes + v.redzone && v.offset + i < s->tls_size; i++)
+      s->shadow[v.offset + i].var = (uint16_t)((i < v.bytes ? 0 : REDZONE) | (k + 1));
+  }
+  size_t pool = (size_t)(__simt_dynamic_shared - s->tls_base);
+  for (size_t i = 0; i < SIMT_DYNAMIC_SHARED_MAX && pool + i < s->tls_size; i++) s->shadow[pool + i].var = DYNAMIC;
+  return true;
+}
+
+SIMT_NOSAN static bool ordered_by_warp_op(unsigned other, uint32_t other_syncs, unsigned warp, uint32_t syncs) {
+  return other < MAX_THREADS && other / WARP == warp && other_syncs != syncs;
+}
+
+SIMT_NOSAN __attribute__((noinline)) static void shared_access(Scheduler* s, size_t offset, size_t bytes, unsigned access, void* ret) {
+  Shadow* shadow = s->shadow + offset;
+  Block& b = s->block;
+  const unsigned t = linear_thread(b, self()), warp = t / WARP;
+  const uint32_t syncs = b.warps[warp].syncs, now = s->interval;
+  const size_t pool = (size_t)(__simt_dynamic_shared - s->tls_base);
+  unsigned reported = 0;   // one finding of each kind per access, however many bytes it spans
+  auto report = [&](int kind, const Shadow& e, unsigned other, unsigned other_access, uint32_t other_pc) SIMT_NOSAN {
+    if (reported & (1u << kind)) return;
+    reported |= 1u << kind;
+    long long var = (e.var & ~REDZONE) == DYNAMIC ? -1 : (long long)((e.var & ~REDZONE) - 1);
+    size_t start = var < 0 ? pool : (size_t)registered_vars[var].offset;
+    record(s, kind, var, (long long)(offset - start), bytes, access, ret, other, other_access, other_pc);
+  };
+  for (size_t i = 0; i < bytes; i++) {
+    Shadow& e = shadow[i];
+    if (e.var == 0) continue;   // TLS that is not shared memory (the runtime's own)
+    bool past_dynamic = e.var == DYNAMIC && offset + i - pool >= s->config->dynamic_shared;
+    if ((e.var & REDZONE) || past_dynamic) {
+      report(SIMT_F_SHARED_OOB, e, 0, 0, 0);
+      continue;   // nobody's bytes: nothing to order
+    }
+    if (access == READ || access == ATOMIC_LOAD) {
+      bool atomic_pair = access == ATOMIC_LOAD && e.write_atomic;
+      if (e.write_interval < b.first_interval)
+        report(SIMT_F_SHARED_UNWRITTEN, e, 0, 0, 0);
+      else if (e.write_interval == now && e.writer != t && !atomic_pair && !ordered_by_warp_op(e.writer, e.write_syncs, warp, syncs))
+        report(SIMT_F_SHARED_RACE, e, e.writer, e.write_atomic ? ATOMIC : WRITE, e.write_pc);
+      // the read is remembered even when it was wrong, so a later write in the interval races with it
+      if (e.read_interval != now) {
+        e.read_interval = now; e.reader = (uint16_t)t; e.reader_warp = (uint16_t)warp; e.read_syncs = syncs; e.read_pc = pc_offset(ret);
+      } else {
+        if (e.reader != t) e.reader = MANY;
+        if (e.reader_warp != warp) e.reader_warp = MANY;
+        e.read_syncs = syncs;
+      }
+      continue;
+    }
+    // a write or an atomic update
+    bool atomic_pair = access == ATOMIC && e.write_atomic;
+    if (e.write_interval == now && e.writer != t && !atomic_pair && !ordered_by_warp_op(e.writer, e.write_syncs, warp, syncs))
+      report(SIMT_F_SHARED_RACE, e, e.writer, e.write_atomic ? ATOMIC : WRITE, e.write_pc);
+    else if (e.read_interval == now && e.reader != t && !(e.reader_warp == warp && e.read_syncs != syncs))
+      report(SIMT_F_SHARED_RACE, e, e.reader, READ, e.read_pc);
+    // another writer in this interval that is no race means atomics of several threads
+    e.writer = (e.write_interval == now && e.writer != t) ? MANY : (uint16_t)t;
+    e.write_atomic = access == ATOMIC;
+    e.write_interval = now; e.write_syncs = syncs; e.write_pc = pc_offset(ret);
+  }
+}
+
+SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uintptr_t a, size_t bytes, unsigned access, void* ret) {
+  const simt_config* c = s->config;
+  unsigned lo = 0, hi = c->region_count;   // the last region whose guard band starts at or before a
+  while (lo < hi) {
+    unsigned mid = (lo + hi) / 2;
+    if (c->regions[mid].data - c->regions[mid].guard <= a) lo = mid + 1; else hi = mid;
+  }
+  if (lo == 0) return;
+  const simt_region& r = c->regions[lo - 1];
+  if (a >= r.data + r.bytes + r.guard) return;                 // beyond its guard: not a tensor's
+  if (a >= r.data && a + bytes <= r.data + r.bytes) {          // inside the data: the next access likely is too
+    s->hit_data = r.data; s->hit_bytes = r.bytes;
+    return;
+  }
+  long long offset = a >= r.data ? (long long)(a - r.data) : -(long long)(r.data - a);
+  record(s, access == READ || access == ATOMIC_LOAD ? SIMT_F_OOB_READ : SIMT_F_OOB_WRITE, r.index, offset, bytes, access, ret);
+}
+
+SIMT_NOSAN static inline void check_access(const volatile void* p, size_t bytes, unsigned access, void* ret) {
+  Scheduler* s = tls_scheduler;
+  if (__builtin_expect(!s || !s->checking, 0)) return;
+  uintptr_t a = (uintptr_t)p;
+  uintptr_t into_hit = a - s->hit_data;                 // in the tensor data of the last access?
+  if (a >= s->hit_data && into_hit < s->hit_bytes && bytes <= s->hit_bytes - into_hit) return;
+  size_t offset = a - (uintptr_t)s->tls_base;
+  if (offset < s->tls_size) { shared_access(s, offset, bytes, access, ret); return; }
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if ((a & ~(uintptr_t)(SIMT_STACK - 1)) == (sp & ~(uintptr_t)(SIMT_STACK - 1))) return;   // the thread's own stack
+  if (s->config->region_count) region_access(s, a, bytes, access, ret);
+}
+}  // namespace simt
+
+// The instrumentation's entry points (GCC's and clang's -fsanitize=thread call them).
+#define SIMT_TSAN SIMT_NOSAN __attribute__((visibility("hidden"), used))
+#define SIMT_TSAN_ACCESS(n)                                                                                              \
+  extern "C" SIMT_TSAN void __tsan_read##n(void* p) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); }  \
+  extern "C" SIMT_TSAN void __tsan_write##n(void* p) { simt::check_access(p, n, simt::WRITE, __builtin_return_address(0)); } \
+  extern "C" SIMT_TSAN void __tsan_unaligned_read##n(void* p) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); } \
+  extern "C" SIMT_TSAN void __tsan_unaligned_write##n(void* p) { simt::check_access(p, n, simt::WRITE, __builtin_return_address(0)); } \
+  extern "C" SIMT_TSAN void __tsan_volatile_read##n(void* p) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); } \
+  extern "C" SIMT_TSAN void __tsan_volatile_write##n(void* p) { simt::check_access(p, n, simt::WRITE, __builtin_return_address(0)); }
+SIMT_TSAN_ACCESS(1) SIMT_TSAN_ACCESS(2) SIMT_TSAN_ACCESS(4) SIMT_TSAN_ACCESS(8) SIMT_TSAN_ACCESS(16)
+extern "C" SIMT_TSAN void __tsan_read_range(void* p, size_t n) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); }
+extern "C" SIMT_TSAN void __tsan_write_range(void* p, size_t n) { simt::check_access(p, n, simt::WRITE, __builtin_return_address(0)); }
+extern "C" SIMT_TSAN void __tsan_init() {}
+extern "C" SIMT_TSAN void __tsan_func_entry(void*) {}
+extern "C" SIMT_TSAN void __tsan_func_exit() {}
+extern "C" SIMT_TSAN void __tsan_vptr_update(void**, void*) {}
+extern "C" SIMT_TSAN void __tsan_vptr_read(void**) {}
+extern "C" SIMT_TSAN void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+extern "C" SIMT_TSAN void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+#define SIMT_RA __builtin_return_address(0)
+#define SIMT_TSAN_ATOMIC(bits, T)                                                                                                    \
+  extern "C" SIMT_TSAN T __tsan_atomic##bits##_load(const volatile void* a, int) {                                                 \
+    simt::check_access(a, sizeof(T), simt::ATOMIC_LOAD, SIMT_RA); return __atomic_load_n((const volatile T*)a, __ATOMIC_SEQ_CST); } \
+  extern "C" SIMT_TSAN void __tsan_atomic##bits##_store(volatile void* a, T v, int) {                                              \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA); __atomic_store_n((volatile T*)a, v, __ATOMIC_SEQ_CST); }             \
+  extern "C" SIMT_TSAN T __tsan_atomic##bits##_exchange(volatile void* a, T v, int) {                                              \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA); return __atomic_exchange_n((volatile T*)a, v, __ATOMIC_SEQ_CST); }   \
+  extern "C" SIMT_TSAN T __tsan_atomic##bits##_fetch_add(volatile void* a, T v, int) {                                             \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA); return __atomic_fetch_add((volatile T*)a, v, __ATOMIC_SEQ_CST); }    \
+  extern "C" SIMT_TSAN T __tsan_atomic##bits##_fetch_sub(volatile void* a, T v, int) {                                             \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA); return __atomic_fetch_sub((volatile T*)a, v, __ATOMIC_SEQ_CST); }    \
+  extern "C" SIMT_TSAN T __tsan_atomic##bits##_fetch_and(volatile void* a, T v, int) {                                             \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA); return __atomic_fetch_and((volatile T*)a, v, __ATOMIC_SEQ_CST); }    \
+  extern "C" SIMT_TSAN T __tsan_atomic##bits##_fetch_or(volatile void* a, T v, int) {                                              \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA); return __atomic_fetch_or((volatile T*)a, v, __ATOMIC_SEQ_CST); }     \
+  extern "C" SIMT_TSAN T __tsan_atomic##bits##_fetch_xor(volatile void* a, T v, int) {                                             \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA); return __atomic_fetch_xor((volatile T*)a, v, __ATOMIC_SEQ_CST); }    \
+  extern "C" SIMT_TSAN T __tsan_atomic##bits##_fetch_nand(volatile void* a, T v, int) {                                            \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA); return __atomic_fetch_nand((volatile T*)a, v, __ATOMIC_SEQ_CST); }   \
+  extern "C" SIMT_TSAN int __tsan_atomic##bits##_compare_exchange_strong(volatile void* a, T* c, T v, int, int) {                 \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA);                                                                      \
+    return __atomic_compare_exchange_n((volatile T*)a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); }                       \
+  extern "C" SIMT_TSAN int __tsan_atomic##bits##_compare_exchange_weak(volatile void* a, T* c, T v, int, int) {                   \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA);                                                                      \
+    return __atomic_compare_exchange_n((volatile T*)a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); }                        \
+  extern "C" SIMT_TSAN T __tsan_atomic##bits##_compare_exchange_val(volatile void* a, T c, T v, int, int) {                        \
+    simt::check_access(a, sizeof(T), simt::ATOMIC, SIMT_RA);                                                                      \
+    __atomic_compare_exchange_n((volatile T*)a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); return c; }
+SIMT_TSAN_ATOMIC(8, uint8_t) SIMT_TSAN_ATOMIC(16, uint16_t) SIMT_TSAN_ATOMIC(32, uint32_t) SIMT_TSAN_ATOMIC(64, uint64_t)
+
+// The module's `__shared__` variables, from its symbol table (the engine calls this once,
+// before any launch). Redzone bytes are those a rewritten declaration put after the array.
+extern "C" SIMT_NOSAN __attribute__((visibility("default"), used)) int simt_register_shared(const simt_shared_var* vars, unsigned count) {
+  if (count > simt::MAX_SHARED_VARS) return 1;
+  for (unsigned i = 0; i < count; i++) simt::registered_vars[i] = vars[i];
+  simt::registered_var_count = count;
+  Dl_info info;
+  if (dladdr((void*)&simt_register_shared, &info)) simt::module_base = (uintptr_t)info.dli_fbase;
+  return 0;
+}
+
 // Runs blocks of one launch until the shared counter is exhausted; called once per
 // worker OS thread of the launch.
-extern "C" __attribute__((visibility("default"), used))
+extern "C" SIMT_NOSAN __attribute__((visibility("default"), used))
 int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, simt_result* r) {
   using namespace simt;
   if (!tls_scheduler) tls_scheduler = (Scheduler*)calloc(1, sizeof(Scheduler));
   Scheduler* s = tls_scheduler; Block& b = s->block;
   unsigned n = c->block[0] * c->block[1] * c->block[2];
   r->code = 0; r->message[0] = 0; r->blocks = r->switches = r->inactive_reads = 0; r->stacks = 0;
+  memset(r->findings, 0, sizeof r->findings);
   if (!s) { r->code = 2; snprintf(r->message, sizeof r->message, "out of memory for the block scheduler"); return 2; }
   if (n == 0 || n > MAX_THREADS) { r->code = 2; snprintf(r->message, sizeof r->message, "block of %u threads (1 to %d allowed)", n, MAX_THREADS); return 2; }
   if (c->dynamic_shared > SIMT_DYNAMIC_SHARED_MAX) {
@@ -576,6 +868,11 @@ int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, si
   b.block_dim = uint3{c->block[0], c->block[1], c->block[2]};
   b.grid_dim = uint3{c->grid[0], c->grid[1], c->grid[2]};
   unsigned long long blocks = 1ull * c->grid[0] * c->grid[1] * c->grid[2];
+  s->config = c; s->result = r; s->hit_data = 0; s->hit_bytes = 0;
+  if (c->check_memory && !ensure_shadow(s)) {
+    r->code = 2; snprintf(r->message, sizeof r->message, "out of memory for the shared-memory shadow of %zu bytes", s->tls_size);
+    return 2;
+  }
   // Blocks are handed out in chunks: one shared counter bumped per block costs a
   // cache-line transfer per block (it kept 2 threads at 1-thread speed).
   const unsigned long long chunk = blocks >= 256ull * 16 ? 16 : 1;
@@ -595,7 +892,10 @@ int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, si
       if (!s->tls_size) { TlsExtent e = tls_extent(); s->tls_base = e.base; s->tls_size = e.size; }
       poison_shared(TlsExtent{s->tls_base, s->tls_size}, c->shared_poison & 0xff, c->dynamic_shared);
     }
+    set_thread_order(b, c, bi);
+    s->checking = c->check_memory;
     int e = run_block(s);
+    s->checking = 0;
     r->blocks++; r->switches += b.switches; r->inactive_reads += b.inactive_reads;
     if (e) {
       r->code = 1;

@@ -64,6 +64,18 @@ pub enum BlockOrder {
     Shuffled(u64),
 }
 
+/// In which order a block's threads start (host backend). Each thread runs until it blocks at
+/// a barrier or a warp op, so the first threads in the order run ahead of the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ThreadOrder {
+    #[default]
+    Forward,
+    Reversed,
+    Shuffled(u64),
+    /// One warp, chosen by the seed, runs ahead until it blocks; then the rest in order.
+    WarpAhead(u64),
+}
+
 /// How a launch is scheduled. A GPU backend ignores what it cannot control; the host backend
 /// uses it to make scheduling-dependent results differ between repeats every time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -73,6 +85,45 @@ pub struct Schedule {
     pub block_order: BlockOrder,
     /// Release threads waiting at a barrier in reverse arrival order.
     pub wake_reverse: bool,
+    pub thread_order: ThreadOrder,
+}
+
+/// A tensor of a launch as the host backend's memory checks see it: an access within
+/// `guard_bytes` before or after its data is out of bounds, named by `name`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatchedTensor<'a> {
+    pub name: &'a str,
+    /// Device address of the first data element.
+    pub data: u64,
+    pub bytes: u64,
+    pub element_bytes: u32,
+    pub guard_bytes: u64,
+}
+
+/// What kind of wrong access a launch made (host backend).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MemoryFindingKind {
+    /// A read of a tensor's guard band: past either end of its data.
+    OutOfBoundsRead,
+    OutOfBoundsWrite,
+    /// A `__shared__` array accessed past its declared size (or the dynamic pool past the
+    /// launch's dynamic bytes).
+    SharedOutOfBounds,
+    /// A read of shared memory no thread of the block wrote since the block began.
+    SharedUnwrittenRead,
+    /// Two threads' accesses to the same shared byte in one barrier interval, one a write.
+    SharedRace,
+}
+
+/// One kind of wrong access: the first one seen, in words (tensor or array, element, source
+/// line, block and thread), and how many accesses of that kind the launch made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryFinding {
+    pub kind: MemoryFindingKind,
+    /// The tensor or `__shared__` array it is about.
+    pub subject: String,
+    pub count: u64,
+    pub message: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +143,8 @@ pub struct LaunchReport {
     pub inactive_lane_reads: u64,
     /// Threads per block of the launch (the `threads` figure of the limits gate).
     pub block_threads: u32,
+    /// Wrong accesses the backend saw (host backend), one per kind.
+    pub findings: Vec<MemoryFinding>,
 }
 
 /// A device allocation. On the host backend it is host memory.
@@ -118,7 +171,18 @@ pub struct ResourceUsage {
 /// A compiled kernel source, loaded and ready to launch.
 pub trait Module: Send + Sync {
     fn source(&self) -> &KernelSource;
-    fn launch(&self, kernel: &str, dims: LaunchDims, schedule: Schedule, args: &[KernelArg]) -> Result<LaunchReport, EngineError>;
+    /// A launch whose tensors are known, for backends that check accesses against them.
+    fn launch_watched(
+        &self,
+        kernel: &str,
+        dims: LaunchDims,
+        schedule: Schedule,
+        args: &[KernelArg],
+        tensors: &[WatchedTensor],
+    ) -> Result<LaunchReport, EngineError>;
+    fn launch(&self, kernel: &str, dims: LaunchDims, schedule: Schedule, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
+        self.launch_watched(kernel, dims, schedule, args, &[])
+    }
     /// Live resource usage of a kernel, where the backend can tell (not the host).
     fn resource_usage(&self, kernel: &str) -> Option<Result<ResourceUsage, EngineError>> {
         let _ = kernel;

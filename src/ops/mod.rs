@@ -14,7 +14,7 @@ mod select;
 
 use std::collections::BTreeMap;
 
-use crate::backend::{Backend, KernelArg, LaunchDims, LaunchReport, Module, Schedule};
+use crate::backend::{Backend, KernelArg, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
 use crate::shape_expr::Symbols;
 use crate::tensor::Tensor;
 use crate::{DType, EngineError};
@@ -143,7 +143,8 @@ impl OpCall<'_> {
         let (Some(module), Some(symbol)) = (self.module, self.op.symbol) else {
             return Err(self.error("no kernel module to launch"));
         };
-        module.launch(symbol, dims, self.schedule, args)
+        let watched: Vec<WatchedTensor> = self.tensors.iter().map(|(name, tensor)| tensor.watched(name)).collect();
+        module.launch_watched(symbol, dims, self.schedule, args, &watched)
     }
 }
 

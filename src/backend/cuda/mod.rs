@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::EngineError;
-use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule};
+use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
 use cublas::{BlasHandle, Cublas};
 use driver::{Context, DeviceMemory, Driver, LoadedModule, Stream};
 use nvrtc::{Cubin, CudaCompiler, Nvrtc};
@@ -436,7 +436,14 @@ impl Module for CudaModule {
 
     /// Launches on the backend's stream and waits for the whole context. `Schedule` is a
     /// host-only hint: the GPU schedules its own blocks.
-    fn launch(&self, kernel: &str, dims: LaunchDims, _schedule: Schedule, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
+    fn launch_watched(
+        &self,
+        kernel: &str,
+        dims: LaunchDims,
+        _schedule: Schedule,
+        args: &[KernelArg],
+        _tensors: &[WatchedTensor],
+    ) -> Result<LaunchReport, EngineError> {
         let bad = |reason: String| EngineError::BadLaunch { kernel: kernel.to_string(), reason };
         let k = self.kernel(kernel)?;
         let given_sizes: Vec<u32> = args.iter().map(|a| a.size()).collect();
@@ -499,6 +506,7 @@ impl Module for CudaModule {
             switches: 0,
             inactive_lane_reads: 0,
             block_threads: dims.block.iter().product(),
+            findings: Vec::new(),
         })
     }
 }

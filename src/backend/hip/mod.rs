@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::EngineError;
-use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule};
+use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
 use hiprtc::{HipCodeObject, HipCompiler, Hiprtc};
 use rocblas::{BlasHandle, Rocblas};
 use runtime::{DeviceMemory, LoadedModule, Runtime, Stream};
@@ -389,7 +389,14 @@ impl Module for HipModule {
     /// Launches on the backend's stream and waits for the device. `Schedule` is a host-only
     /// hint. Parameters go one 8-byte slot each; HIP copies each one's size from the code
     /// object's own argument list.
-    fn launch(&self, kernel: &str, dims: LaunchDims, _schedule: Schedule, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
+    fn launch_watched(
+        &self,
+        kernel: &str,
+        dims: LaunchDims,
+        _schedule: Schedule,
+        args: &[KernelArg],
+        _tensors: &[WatchedTensor],
+    ) -> Result<LaunchReport, EngineError> {
         let bad = |reason: String| EngineError::BadLaunch { kernel: kernel.to_string(), reason };
         let k = self.kernel(kernel)?;
         if dims.grid.contains(&0) || dims.block.contains(&0) {
@@ -429,6 +436,7 @@ impl Module for HipModule {
             switches: 0,
             inactive_lane_reads: 0,
             block_threads: dims.block.iter().product(),
+            findings: Vec::new(),
         })
     }
 }

@@ -19,7 +19,14 @@ use crate::backend::KernelSource;
 /// `__shared__` access, about 4 ns, and GCC does not hoist it; initial-exec would force the
 /// whole TLS segment into the static surplus and dlopen fails); `-ffp-contract=off` (g++
 /// fuses multiply-adds as soon as FMA is available, which breaks bit-exact checks).
-const FLAGS: &[&str] = &["-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off", "-mtls-dialect=gnu2", "-w"];
+/// `-fsanitize=thread -g1`: every load and store of kernel code calls the prelude's memory
+/// checks (no sanitizer runtime is linked), and the line tables let a finding name its line.
+const FLAGS: &[&str] =
+    &["-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off", "-mtls-dialect=gnu2", "-w", "-fsanitize=thread", "-g1"];
+
+/// Part of every cache key: what the build does beyond its flags (the `__shared__` rewrite,
+/// the line tables' folder). Change it whenever either changes.
+const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1";
 
 #[derive(Clone, Debug)]
 pub struct HostCompiler {
@@ -53,6 +60,9 @@ impl HostCompiler {
         let mut flags: Vec<String> = FLAGS.iter().map(|s| s.to_string()).collect();
         if self.is_gcc {
             flags.push("-fno-extern-tls-init".into());
+            flags.push("--param=tsan-instrument-func-entry-exit=0".into());
+        } else {
+            flags.extend(["-mllvm".into(), "-tsan-instrument-func-entry-exit=0".into()]);
         }
         flags.push(format!("-DSIMT_WARP={warp_size}"));
         flags
@@ -64,7 +74,7 @@ impl HostCompiler {
         let flags = self.flags(warp_size);
         let source_prefix = source_prefix(source);
 
-        let key = crate::backend::build_key(source, &read(prelude)?, &[&self.identity, &flags.join(" ")])?;
+        let key = crate::backend::build_key(source, &read(prelude)?, &[&self.identity, &flags.join(" "), REWRITE_VERSION])?;
         let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
         let library = cache_dir.join(format!("{stem}-{key}.so"));
         if library.exists() {
@@ -87,8 +97,15 @@ impl HostCompiler {
         work: &Path,
         library: &Path,
     ) -> Result<(), EngineError> {
+        // the source with its `__shared__` arrays given redzones, still named as the source
+        let original = fs::read_to_string(&source.path).map_err(|e| EngineError::ReadSource { path: source.path.clone(), source: e })?;
+        let (rewritten, _) = super::shared_decls::rewrite(&original);
+        let copy = work.join("source.hip");
+        let text = format!("#line 1 \"{}\"\n{rewritten}", c_string_body(&source.display_path));
+        fs::write(&copy, text).map_err(|e| EngineError::Cache { path: copy.clone(), source: e })?;
         let wrapper = work.join("wrap.cpp");
-        let mut text = format!("#include \"{}\"\n", source.path.display());
+        // beside the wrapper: a quoted include needs no path, whatever the cache folder is called
+        let mut text = String::from("#include \"source.hip\"\n");
         for kernel in &source.kernels {
             text.push_str(&format!("SIMT_KERNEL({kernel})\n"));
         }
@@ -99,9 +116,15 @@ impl HostCompiler {
             let mut command = Command::new(&self.program);
             command.args(flags);
             if let Some(prefix) = source_prefix {
-                // barrier sites and traps name `kernels/x.hip:12`, not an absolute path
-                command.arg(format!("-fmacro-prefix-map={prefix}="));
+                // barrier sites, traps and line tables name `kernels/x.hip:12`, not an absolute path
+                command.arg(format!("-ffile-prefix-map={prefix}="));
             }
+            // the copy's quoted includes resolve as the source's own
+            if let Some(dir) = source.path.parent() {
+                command.arg("-iquote").arg(dir);
+            }
+            // the line tables' folder is `.`, not wherever the run started
+            command.current_dir(work).arg(format!("-fdebug-prefix-map={}=.", work.display()));
             for dir in &source.include_dirs {
                 command.arg("-I").arg(dir);
             }
@@ -126,7 +149,8 @@ impl HostCompiler {
 
         let staged = work.join("kernel.so");
         let mut link = Command::new(&self.program);
-        link.arg("-shared").arg("-o").arg(&staged).arg(&object_file);
+        // -z defs: an instrumentation entry point the prelude lacks fails the build, not the load
+        link.arg("-shared").arg("-Wl,-z,defs").arg("-o").arg(&staged).arg(&object_file);
         self.run(link, &source.display_path, "link")?;
         fs::rename(&staged, library).map_err(|e| EngineError::Cache { path: library.to_path_buf(), source: e })
     }
@@ -143,7 +167,7 @@ impl HostCompiler {
     ) -> Option<EngineError> {
         let EngineError::Compile { log, .. } = error else { return None };
         let alone = work.join("alone.cpp");
-        fs::write(&alone, format!("#include \"{}\"\n", source.path.display())).ok()?;
+        fs::write(&alone, "#include \"source.hip\"\n").ok()?;
         let mut check = compiler(&alone);
         check.arg("-fsyntax-only");
         if !check.output().ok()?.status.success() {
@@ -175,6 +199,12 @@ impl HostCompiler {
             log: log.trim_end().to_string(),
         })
     }
+}
+
+/// `text` inside a C string literal (an `#include` or `#line` name): quotes and backslashes
+/// escaped, so a file name with either still names that file.
+fn c_string_body(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 /// The part of the absolute path before the display path (`/repo/` for `kernels/x.hip`).

@@ -2,8 +2,10 @@
 //! run on the CPU with GPU block semantics (fibers, barriers, warp exchange, shared memory).
 
 mod compile;
+mod findings;
 mod gemm;
 mod runtime;
+mod shared_decls;
 #[cfg(test)]
 mod tests;
 

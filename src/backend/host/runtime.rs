@@ -9,7 +9,12 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Mutex, OnceLock};
 
 use crate::EngineError;
-use crate::backend::{BlockOrder, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule};
+use crate::backend::{
+    BlockOrder, KernelArg, KernelSource, LaunchDims, LaunchReport, MemoryFinding, MemoryFindingKind, Module, Schedule, ThreadOrder,
+    WatchedTensor,
+};
+
+use super::findings::{self, FindingSites, SharedLayout};
 
 pub const MESSAGE_BYTES: usize = 512;
 const MAX_THREADS_PER_BLOCK: u32 = 1024;
@@ -25,6 +30,56 @@ struct SimtConfig {
     shared_poison: c_int,
     wake_reverse: c_int,
     block_order: *const u32,
+    thread_order: c_int,
+    order_seed: u64,
+    regions: *const SimtRegion,
+    region_count: u32,
+    check_memory: c_int,
+}
+
+/// `simt_region` in the prelude.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SimtRegion {
+    data: u64,
+    bytes: u64,
+    guard: u64,
+    element_bytes: u32,
+    index: u32,
+}
+
+/// `simt_finding` in the prelude.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SimtFinding {
+    pub count: u64,
+    pub place: i64,
+    pub offset: i64,
+    pub access_bytes: u32,
+    pub write: u32,
+    pub block: [u32; 3],
+    pub thread: u32,
+    pub pc: u64,
+    pub other_thread: u32,
+    pub other_write: u32,
+    pub other_pc: u64,
+}
+
+/// `SIMT_F_KINDS` in the prelude, in its order.
+pub(super) const FINDING_KINDS: [MemoryFindingKind; 5] = [
+    MemoryFindingKind::OutOfBoundsRead,
+    MemoryFindingKind::OutOfBoundsWrite,
+    MemoryFindingKind::SharedOutOfBounds,
+    MemoryFindingKind::SharedUnwrittenRead,
+    MemoryFindingKind::SharedRace,
+];
+
+/// `simt_shared_var` in the prelude.
+#[repr(C)]
+struct SimtSharedVar {
+    offset: u64,
+    bytes: u64,
+    redzone: u64,
 }
 
 /// `simt_result` in the prelude.
@@ -36,6 +91,7 @@ struct SimtResult {
     switches: u64,
     inactive_reads: u64,
     stacks: u32,
+    findings: [SimtFinding; FINDING_KINDS.len()],
 }
 
 /// `simt::Kernel` in the prelude: the exported `simt_k_<name>` descriptor.
@@ -47,6 +103,7 @@ struct SimtKernel {
 }
 
 type RunBlocks = unsafe extern "C" fn(*const SimtKernel, *const SimtConfig, *mut *mut c_void, *mut SimtResult) -> c_int;
+type RegisterShared = unsafe extern "C" fn(*const SimtSharedVar, u32) -> c_int;
 
 pub struct HostModule {
     source: KernelSource,
@@ -56,6 +113,10 @@ pub struct HostModule {
     run_blocks: RunBlocks,
     kernels: HashMap<String, usize>,
     workers: usize,
+    /// Its `__shared__` variables, in the order registered with the prelude.
+    shared: SharedLayout,
+    /// PCs of findings as source lines.
+    sites: FindingSites,
 }
 
 impl HostModule {
@@ -76,6 +137,20 @@ impl HostModule {
                 .get::<RunBlocks>(b"simt_run_blocks\0")
                 .map_err(|_| missing("simt_run_blocks", " (not built with the host prelude?)"))?
         };
+        let shared = findings::shared_layout(library_path, source)?;
+        let register: RegisterShared = unsafe {
+            *library
+                .get::<RegisterShared>(b"simt_register_shared\0")
+                .map_err(|_| missing("simt_register_shared", " (built with an older host prelude?)"))?
+        };
+        let table: Vec<SimtSharedVar> =
+            shared.vars.iter().map(|v| SimtSharedVar { offset: v.offset, bytes: v.bytes, redzone: v.redzone }).collect();
+        if unsafe { register(table.as_ptr(), table.len() as u32) } != 0 {
+            return Err(EngineError::BadLaunch {
+                kernel: source.display_path.clone(),
+                reason: format!("{} __shared__ variables (the host prelude takes at most 256)", table.len()),
+            });
+        }
         let mut kernels = HashMap::new();
         for kernel in &source.kernels {
             let symbol = format!("simt_k_{kernel}\0");
@@ -86,7 +161,8 @@ impl HostModule {
             };
             kernels.insert(kernel.clone(), descriptor as usize);
         }
-        Ok(HostModule { source: source.clone(), library_path: shown, _library: library, run_blocks, kernels, workers })
+        let sites = FindingSites::new(library_path, &source.display_path);
+        Ok(HostModule { source: source.clone(), library_path: shown, _library: library, run_blocks, kernels, workers, shared, sites })
     }
 }
 
@@ -95,7 +171,14 @@ impl Module for HostModule {
         &self.source
     }
 
-    fn launch(&self, kernel: &str, dims: LaunchDims, schedule: Schedule, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
+    fn launch_watched(
+        &self,
+        kernel: &str,
+        dims: LaunchDims,
+        schedule: Schedule,
+        args: &[KernelArg],
+        tensors: &[WatchedTensor],
+    ) -> Result<LaunchReport, EngineError> {
         let bad = |reason: String| EngineError::BadLaunch { kernel: kernel.to_string(), reason };
         let descriptor = *self.kernels.get(kernel).ok_or_else(|| EngineError::MissingSymbol {
             library: self.library_path.clone(),
@@ -132,6 +215,25 @@ impl Module for HostModule {
             BlockOrder::Shuffled(seed) => Some(shuffled(blocks as u32, seed)),
         };
 
+        let (thread_order, order_seed) = match schedule.thread_order {
+            ThreadOrder::Forward => (0, 0),
+            ThreadOrder::Reversed => (1, 0),
+            ThreadOrder::Shuffled(seed) => (2, seed),
+            ThreadOrder::WarpAhead(seed) => (3, seed),
+        };
+        let mut regions: Vec<SimtRegion> = tensors
+            .iter()
+            .enumerate()
+            .map(|(index, t)| SimtRegion {
+                data: t.data,
+                bytes: t.bytes,
+                guard: t.guard_bytes,
+                element_bytes: t.element_bytes,
+                index: index as u32,
+            })
+            .collect();
+        regions.sort_by_key(|r| r.data);
+
         let mut values: Vec<[u8; 8]> = args.iter().map(|a| a.bytes()).collect();
         let mut pointers: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
         let mut next_block: u64 = 0;
@@ -145,6 +247,11 @@ impl Module for HostModule {
             shared_poison: schedule.shared_poison.map_or(0, |b| 0x100 | b as c_int),
             wake_reverse: schedule.wake_reverse as c_int,
             block_order: order.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),
+            thread_order,
+            order_seed,
+            regions: regions.as_ptr(),
+            region_count: regions.len() as u32,
+            check_memory: 1,
         };
         let job = Job {
             run_blocks: self.run_blocks,
@@ -157,6 +264,15 @@ impl Module for HostModule {
 
         let mut report = LaunchReport { block_threads: threads as u32, ..LaunchReport::default() };
         let mut first_error: Option<(c_int, String)> = None;
+        for (k, kind) in FINDING_KINDS.iter().enumerate() {
+            // the first in block order over the workers, and the count of all of them
+            let seen: Vec<&SimtFinding> = results.iter().map(|r| &r.findings[k]).filter(|f| f.count > 0).collect();
+            let Some(first) = seen.iter().min_by_key(|f| (f.block[2], f.block[1], f.block[0], f.thread)) else { continue };
+            let count = seen.iter().map(|f| f.count).sum();
+            let message = findings::describe(*kind, first, count, tensors, &self.shared, dims.dynamic_shared as u64, &self.sites);
+            let subject = findings::subject(*kind, first, tensors, &self.shared);
+            report.findings.push(MemoryFinding { kind: *kind, subject, count, message });
+        }
         for r in &results {
             report.blocks += r.blocks;
             report.switches += r.switches;
@@ -207,6 +323,7 @@ struct Outcome {
     blocks: u64,
     switches: u64,
     inactive_reads: u64,
+    findings: [SimtFinding; FINDING_KINDS.len()],
 }
 
 struct WorkerPool {
@@ -230,7 +347,15 @@ impl WorkerPool {
 
 fn worker_loop(jobs: Receiver<(Job, Sender<Outcome>)>) {
     while let Ok((job, reply)) = jobs.recv() {
-        let mut result = SimtResult { code: 0, message: [0; MESSAGE_BYTES], blocks: 0, switches: 0, inactive_reads: 0, stacks: 0 };
+        let mut result = SimtResult {
+            code: 0,
+            message: [0; MESSAGE_BYTES],
+            blocks: 0,
+            switches: 0,
+            inactive_reads: 0,
+            stacks: 0,
+            findings: [SimtFinding::default(); FINDING_KINDS.len()],
+        };
         unsafe {
             (job.run_blocks)(job.kernel as *const SimtKernel, job.config as *const SimtConfig, job.args as *mut *mut c_void, &mut result);
         }
@@ -240,6 +365,7 @@ fn worker_loop(jobs: Receiver<(Job, Sender<Outcome>)>) {
             blocks: result.blocks,
             switches: result.switches,
             inactive_reads: result.inactive_reads,
+            findings: result.findings,
         });
     }
 }

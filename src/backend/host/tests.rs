@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{HostBackend, HostOptions, worker_count};
-use crate::backend::{Backend, BlockOrder, KernelArg, KernelSource, LaunchDims, Module, Schedule};
+use crate::backend::{Backend, BlockOrder, KernelArg, KernelSource, LaunchDims, Module, Schedule, ThreadOrder};
 use crate::tensor::Tensor;
 use crate::{DType, EngineError};
 
@@ -71,8 +71,14 @@ fn block_reduction_through_shared_memory_is_exact_in_every_schedule() {
     let input = tensor(&backend, DType::F32, &x);
     for schedule in [
         Schedule::default(),
-        Schedule { shared_poison: Some(0xff), block_order: BlockOrder::Reversed, wake_reverse: true },
-        Schedule { shared_poison: Some(0x00), block_order: BlockOrder::Shuffled(7), wake_reverse: false },
+        Schedule { shared_poison: Some(0xff), block_order: BlockOrder::Reversed, wake_reverse: true, thread_order: ThreadOrder::Reversed },
+        Schedule {
+            shared_poison: Some(0x00),
+            block_order: BlockOrder::Shuffled(7),
+            wake_reverse: false,
+            thread_order: ThreadOrder::Shuffled(7),
+        },
+        Schedule { thread_order: ThreadOrder::WarpAhead(3), ..Schedule::default() },
     ] {
         let out = Tensor::allocate(&backend, DType::F32, &[want.len()]).unwrap();
         let report = m.launch("block_sum", dims(300, 256), schedule, &[ptr(&input), ptr(&out), KernelArg::I32(n)]).unwrap();
@@ -268,4 +274,133 @@ fn compile_errors_come_back_with_the_compiler_log() {
     let text = error.to_string();
     assert!(text.contains("compiling broken.hip") && text.contains("undefined_name"), "{text}");
     let _ = Path::new(&path);
+}
+
+const MEMCHECK: &[&str] = &[
+    "read_past_end",
+    "read_before_start",
+    "shared_overrun",
+    "shared_race",
+    "shared_write_after_read",
+    "warp_ordered",
+    "shared_atomics",
+    "dynamic_overrun",
+];
+
+/// Launches `kernel` over x (64 floats) and y (64 floats) with both watched, in every thread
+/// order, and returns each launch's findings.
+fn findings_of(m: &dyn Module, kernel: &str, dynamic_shared: u32, with_n: bool) -> Vec<Vec<crate::backend::MemoryFinding>> {
+    let backend = backend_with(1);
+    let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    let out = Tensor::allocate(&backend, DType::F32, &[64]).unwrap();
+    let watched = [input.watched("x"), out.watched("y")];
+    let mut args = vec![ptr(&input), ptr(&out)];
+    if with_n {
+        args.push(KernelArg::I32(64));
+    }
+    let launch = LaunchDims { grid: [1, 1, 1], block: [64, 1, 1], dynamic_shared };
+    [ThreadOrder::Forward, ThreadOrder::Reversed, ThreadOrder::Shuffled(5), ThreadOrder::WarpAhead(1)]
+        .into_iter()
+        .map(|thread_order| {
+            let schedule = Schedule { thread_order, shared_poison: Some(0xa5), ..Schedule::default() };
+            m.launch_watched(kernel, launch, schedule, &args, &watched).unwrap_or_else(|e| panic!("{kernel}: {e}")).findings
+        })
+        .collect()
+}
+
+fn only_finding(launches: &[Vec<crate::backend::MemoryFinding>], kind: crate::backend::MemoryFindingKind) -> String {
+    for findings in launches {
+        assert_eq!(findings.len(), 1, "{launches:#?}");
+        assert_eq!(findings[0].kind, kind, "{findings:#?}");
+    }
+    launches[0][0].message.clone()
+}
+
+/// The finding of `kind` every launch has (a race may also read bytes nobody wrote yet,
+/// depending on which thread ran first), from the launch in `order`.
+fn finding_in_every_order(
+    launches: &[Vec<crate::backend::MemoryFinding>],
+    kind: crate::backend::MemoryFindingKind,
+    order: usize,
+) -> String {
+    for findings in launches {
+        assert!(findings.iter().any(|f| f.kind == kind), "{launches:#?}");
+    }
+    launches[order].iter().find(|f| f.kind == kind).unwrap().message.clone()
+}
+
+#[test]
+fn reads_past_either_end_of_a_tensor_are_named_with_tensor_distance_and_line() {
+    use crate::backend::MemoryFindingKind::*;
+    let backend = backend_with(1);
+    let m = module(&backend, "memcheck.hip", MEMCHECK);
+    let past = only_finding(&findings_of(m.as_ref(), "read_past_end", 0, true), OutOfBoundsRead);
+    assert!(past.starts_with("read 1 element past the end of `x` at src/backend/host/test_kernels/memcheck.hip:7 "), "{past}");
+    assert!(past.contains("thread 63"), "{past}");
+    let before = only_finding(&findings_of(m.as_ref(), "read_before_start", 0, true), OutOfBoundsRead);
+    assert!(before.starts_with("read 2 elements before the start of `x` at src/backend/host/test_kernels/memcheck.hip:12 "), "{before}");
+    assert!(before.ends_with("2 such reads in all"), "{before}");
+}
+
+#[test]
+fn shared_overruns_races_and_unwritten_reads_name_the_array_index_and_lines() {
+    use crate::backend::MemoryFindingKind::*;
+    let backend = backend_with(1);
+    let m = module(&backend, "memcheck.hip", MEMCHECK);
+    let overrun = only_finding(&findings_of(m.as_ref(), "shared_overrun", 0, false), SharedOutOfBounds);
+    assert!(
+        overrun.starts_with(
+            "read `stage[64]` past the end of `stage` (64 elements, declared at line 16) at src/backend/host/test_kernels/memcheck.hip:20 "
+        ),
+        "{overrun}"
+    );
+    let launches = findings_of(m.as_ref(), "shared_race", 0, false);
+    // forward order: thread t reads stage[t + 1] before thread t + 1 writes it
+    let race = finding_in_every_order(&launches, SharedRace, 0);
+    assert_eq!(
+        race,
+        "race on `stage[1]` in block (0,0,0): thread 0 read it at src/backend/host/test_kernels/memcheck.hip:27, and thread 1 \
+         wrote it at src/backend/host/test_kernels/memcheck.hip:26 with no barrier between; 64 such accesses in all"
+    );
+    // reversed order: thread t + 1 writes stage[t + 1] before thread t reads it
+    let race = finding_in_every_order(&launches, SharedRace, 1);
+    assert!(race.contains("wrote it at src/backend/host/test_kernels/memcheck.hip:26, and thread"), "{race}");
+    assert!(race.contains("read it at src/backend/host/test_kernels/memcheck.hip:27 with no barrier between"), "{race}");
+    // the last thread at a barrier runs on first, so thread 63 writes before thread 0 reads
+    let war = only_finding(&findings_of(m.as_ref(), "shared_write_after_read", 0, false), SharedRace);
+    assert!(war.starts_with("race on `stage[63]` in block (0,0,0): thread 63 wrote it at src/backend/host/test_kernels/memcheck.hip:36, and thread 0 read it at src/backend/host/test_kernels/memcheck.hip:35"), "{war}");
+    let dynamic = only_finding(&findings_of(m.as_ref(), "dynamic_overrun", 64 * 4, false), SharedOutOfBounds);
+    assert!(dynamic.starts_with("read `pool[64]` past the end of the launch's 256 bytes of dynamic shared memory"), "{dynamic}");
+
+    let semantics = module(&backend, "semantics.hip", SEMANTICS);
+    let unwritten = only_finding(&findings_of(semantics.as_ref(), "unwritten_shared", 0, false), SharedUnwrittenRead);
+    assert!(
+        unwritten.starts_with("read `buffer[63]` before any thread of the block wrote it, at src/backend/host/test_kernels/semantics.hip:"),
+        "{unwritten}"
+    );
+}
+
+#[test]
+fn correct_kernels_have_no_findings_in_any_thread_order() {
+    let backend = backend_with(1);
+    let m = module(&backend, "memcheck.hip", MEMCHECK);
+    for launch in findings_of(m.as_ref(), "warp_ordered", 0, false) {
+        assert_eq!(launch, vec![]);
+    }
+    let out = Tensor::allocate(&backend, DType::I32, &[4]).unwrap();
+    let report = m.launch_watched("shared_atomics", dims(4, 128), Schedule::default(), &[ptr(&out)], &[out.watched("out")]).unwrap();
+    assert_eq!(report.findings, vec![]);
+    assert_eq!(read::<i32>(&out), vec![128; 4]);
+    let semantics = module(&backend, "semantics.hip", SEMANTICS);
+    let x: Vec<f32> = (0..300 * 256).map(|i| (i % 7) as f32).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    let sums = Tensor::allocate(&backend, DType::F32, &[300]).unwrap();
+    for thread_order in [ThreadOrder::Forward, ThreadOrder::Reversed, ThreadOrder::Shuffled(9), ThreadOrder::WarpAhead(2)] {
+        let schedule = Schedule { thread_order, shared_poison: Some(0xff), ..Schedule::default() };
+        let args = [ptr(&input), ptr(&sums), KernelArg::I32(x.len() as i32)];
+        let report =
+            semantics.launch_watched("block_sum", dims(300, 256), schedule, &args, &[input.watched("x"), sums.watched("out")]).unwrap();
+        assert_eq!(report.findings, vec![], "{thread_order:?}");
+    }
 }

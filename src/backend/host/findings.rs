@@ -1,0 +1,195 @@
+//! The host memory checks' findings in words: which tensor or `__shared__` array, which
+//! element, which source line (a return address mapped by `addr2line` over the module's
+//! line tables), and which block and thread.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use object::{Object, ObjectSymbol, SymbolKind};
+
+use super::runtime::SimtFinding;
+use super::shared_decls;
+use crate::EngineError;
+use crate::backend::{KernelSource, MemoryFindingKind, WatchedTensor};
+
+/// A `__shared__` variable of a module: where it lies in the module's TLS block, its bytes,
+/// the redzone after them (rewritten arrays), and its name and declaration line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedVar {
+    pub name: String,
+    pub line: Option<u32>,
+    pub offset: u64,
+    pub bytes: u64,
+    pub redzone: u64,
+}
+
+/// A module's shared memory: its variables, and what its source calls the dynamic pool.
+#[derive(Clone, Debug, Default)]
+pub struct SharedLayout {
+    pub vars: Vec<SharedVar>,
+    /// The source's `extern __shared__` names (`stage`, or `stage`/`raw` when several alias it).
+    pub dynamic: String,
+}
+
+/// The module's shared variables from its symbol table (every thread-local object but the
+/// runtime's own), and the source's `extern __shared__` names for the dynamic pool.
+pub fn shared_layout(library: &Path, source: &KernelSource) -> Result<SharedLayout, EngineError> {
+    let unreadable = |reason: String| EngineError::LoadLibrary { library: library.display().to_string(), reason };
+    let data = std::fs::read(library).map_err(|e| unreadable(e.to_string()))?;
+    let file = object::File::parse(&*data).map_err(|e| unreadable(e.to_string()))?;
+    let mut vars: Vec<SharedVar> = file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Tls && !s.is_undefined() && s.size() > 0)
+        .filter_map(|s| {
+            let symbol = s.name().ok()?;
+            if symbol.starts_with("__simt") || symbol.contains("tls_scheduler") {
+                return None;
+            }
+            let (name, line, rewritten) = shared_decls::variable_of_symbol(symbol);
+            let redzone = if rewritten { shared_decls::REDZONE.min(s.size()) } else { 0 };
+            Some(SharedVar { name, line, offset: s.address(), bytes: s.size() - redzone, redzone })
+        })
+        .collect();
+    vars.sort_by_key(|v| v.offset);
+    let text = std::fs::read_to_string(&source.path).unwrap_or_default();
+    let names = shared_decls::extern_names(&text);
+    let dynamic = if names.is_empty() { "dynamic shared memory".to_string() } else { names.join("`/`") };
+    Ok(SharedLayout { vars, dynamic })
+}
+
+/// Source lines of return addresses in one module, looked up once each.
+pub struct FindingSites {
+    library: PathBuf,
+    display_path: String,
+    known: Mutex<HashMap<u64, String>>,
+}
+
+impl FindingSites {
+    pub fn new(library: &Path, display_path: &str) -> FindingSites {
+        FindingSites { library: library.to_path_buf(), display_path: display_path.to_string(), known: Mutex::new(HashMap::new()) }
+    }
+
+    /// `kernels/x.hip:21`, or `kernels/common.h:40 (inlined at kernels/x.hip:21)` when the
+    /// access is in a helper; the bare offset when the line tables do not say.
+    pub fn site(&self, pc: u64) -> String {
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        known.entry(pc).or_insert_with(|| self.look_up(pc)).clone()
+    }
+
+    fn look_up(&self, pc: u64) -> String {
+        // the return address is after the call: the call's own line is one byte before it
+        let address = format!("{:#x}", pc.saturating_sub(1));
+        let out = Command::new("addr2line").arg("-e").arg(&self.library).arg("-i").arg(&address).output();
+        let frames: Vec<String> = match out {
+            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|l| l.split(" (discriminator").next().unwrap_or(l).trim())
+                .filter(|l| !l.starts_with("??"))
+                .map(|l| l.strip_prefix("./").unwrap_or(l).to_string())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let Some(innermost) = frames.first() else { return format!("code offset {address} of the module") };
+        let in_kernel = |f: &String| f.starts_with(&format!("{}:", self.display_path));
+        match frames.iter().find(|f| in_kernel(f)) {
+            Some(own) if !in_kernel(innermost) => format!("{innermost} (inlined at {own})"),
+            _ => innermost.clone(),
+        }
+    }
+}
+
+fn elements(n: u64) -> String {
+    if n == 1 { "1 element".to_string() } else { format!("{n} elements") }
+}
+
+fn who(f: &SimtFinding) -> String {
+    format!("block ({},{},{}), thread {}", f.block[0], f.block[1], f.block[2], f.thread)
+}
+
+fn others(count: u64, what: &str) -> String {
+    if count > 1 { format!("; {count} such {what} in all") } else { String::new() }
+}
+
+/// What the finding is about: the tensor, or the shared array.
+pub fn subject(kind: MemoryFindingKind, f: &SimtFinding, tensors: &[WatchedTensor], shared: &SharedLayout) -> String {
+    match kind {
+        MemoryFindingKind::OutOfBoundsRead | MemoryFindingKind::OutOfBoundsWrite => {
+            tensors.get(f.place as usize).map_or_else(|| "memory".to_string(), |t| t.name.to_string())
+        }
+        _ => shared_place(f.place, shared, f.access_bytes, 0).0,
+    }
+}
+
+/// The finding in words, with its count.
+pub fn describe(
+    kind: MemoryFindingKind,
+    f: &SimtFinding,
+    count: u64,
+    tensors: &[WatchedTensor],
+    shared: &SharedLayout,
+    dynamic_bytes: u64,
+    sites: &FindingSites,
+) -> String {
+    let site = sites.site(f.pc);
+    let verb = if f.write == 0 { "read" } else { "wrote" };
+    let accesses = if f.write == 0 { "reads" } else { "writes" };
+    match kind {
+        MemoryFindingKind::OutOfBoundsRead | MemoryFindingKind::OutOfBoundsWrite => {
+            let Some(t) = tensors.get(f.place as usize) else { return format!("{verb} outside a tensor at {site} ({})", who(f)) };
+            let size = t.element_bytes.max(1) as i64;
+            let place = if f.offset < 0 {
+                format!("{} before the start of `{}`", elements(((-f.offset) as u64).div_ceil(size as u64)), t.name)
+            } else {
+                format!("{} past the end of `{}`", elements(((f.offset - t.bytes as i64) / size + 1) as u64), t.name)
+            };
+            format!("{verb} {place} at {site} ({}){}", who(f), others(count, accesses))
+        }
+        MemoryFindingKind::SharedOutOfBounds => {
+            let (name, what) = shared_place(f.place, shared, f.access_bytes, dynamic_bytes);
+            let verb = if f.write == 0 { "read" } else { "wrote" };
+            let index = f.offset / f.access_bytes.max(1) as i64;
+            format!("{verb} `{name}[{index}]` past the end of {what} at {site} ({}){}", who(f), others(count, accesses))
+        }
+        MemoryFindingKind::SharedUnwrittenRead => {
+            let (name, _) = shared_place(f.place, shared, f.access_bytes, dynamic_bytes);
+            let index = f.offset / f.access_bytes.max(1) as i64;
+            format!("read `{name}[{index}]` before any thread of the block wrote it, at {site} ({}){}", who(f), others(count, "reads"))
+        }
+        MemoryFindingKind::SharedRace => {
+            let (name, _) = shared_place(f.place, shared, f.access_bytes, dynamic_bytes);
+            let index = f.offset / f.access_bytes.max(1) as i64;
+            let action = |write: u32| match write {
+                0 => "read",
+                1 => "wrote",
+                _ => "updated (atomically)",
+            };
+            let other = if f.other_thread == 0xffff { "several threads".to_string() } else { format!("thread {}", f.other_thread) };
+            format!(
+                "race on `{name}[{index}]` in block ({},{},{}): {other} {} it at {}, and thread {} {} it at {site} with no barrier between{}",
+                f.block[0],
+                f.block[1],
+                f.block[2],
+                action(f.other_write),
+                sites.site(f.other_pc),
+                f.thread,
+                action(f.write),
+                others(count, "accesses")
+            )
+        }
+    }
+}
+
+/// The array's name and what its end is: `partial` and "`partial` (256 elements, declared
+/// at line 10)", or the dynamic pool's names.
+fn shared_place(place: i64, shared: &SharedLayout, access_bytes: u32, dynamic_bytes: u64) -> (String, String) {
+    match usize::try_from(place).ok().and_then(|p| shared.vars.get(p)) {
+        Some(v) => {
+            let n = v.bytes / access_bytes.max(1) as u64;
+            let line = v.line.map(|l| format!(", declared at line {l}")).unwrap_or_default();
+            (v.name.clone(), format!("`{}` ({}{line})", v.name, elements(n)))
+        }
+        None => (shared.dynamic.clone(), format!("the launch's {dynamic_bytes} bytes of dynamic shared memory")),
+    }
+}

@@ -1,0 +1,64 @@
+// Kernels with the wrong accesses the host memory checks must name (src/backend/host/tests.rs),
+// and correct ones they must leave alone.
+#include "common.h"
+
+extern "C" __global__ void read_past_end(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(x[i], x[i + 1]);   // the last thread reads x[n], swallowed by fmaxf
+}
+
+extern "C" __global__ void read_before_start(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i - 2] * 0.0f + x[i];   // threads 0 and 1 read before the start
+}
+
+extern "C" __global__ void shared_overrun(const float* x, float* y) {
+  __shared__ float stage[64];
+  unsigned t = threadIdx.x;
+  stage[t] = x[t];
+  __syncthreads();
+  y[t] = fmaxf(stage[t], stage[t + 1]);   // thread 63 reads stage[64]
+}
+
+extern "C" __global__ void shared_race(const float* x, float* y) {
+  __shared__ float stage[64];
+  unsigned t = threadIdx.x;
+  stage[t] = x[t];
+  y[t] = stage[(t + 1) % 64];   // no barrier between a neighbour's write and this read
+}
+
+extern "C" __global__ void shared_write_after_read(const float* x, float* y) {
+  __shared__ float stage[64];
+  unsigned t = threadIdx.x;
+  stage[t] = x[t];
+  __syncthreads();
+  float mirrored = stage[63 - t];
+  stage[t] = mirrored * 2.0f;   // the second __syncthreads() is missing before this write
+  __syncthreads();
+  y[t] = stage[63 - t];
+}
+
+extern "C" __global__ void warp_ordered(const float* x, float* y) {
+  __shared__ float slot[2];
+  unsigned t = threadIdx.x;
+  if (t == 0) slot[0] = x[0];
+  float v = __shfl(x[t], 0);   // a warp op orders lane 0's write before lane 1's read
+  y[t] = t == 1 ? slot[0] + v : v;
+}
+
+extern "C" __global__ void shared_atomics(int* out) {
+  __shared__ int count;
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  atomicAdd(&count, 1);
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = count;
+}
+
+extern "C" __global__ void dynamic_overrun(const float* x, float* y) {
+  extern __shared__ float pool[];
+  unsigned t = threadIdx.x;
+  pool[t] = x[t];
+  __syncthreads();
+  y[t] = pool[t + 1];   // the last thread reads past the launch's dynamic bytes
+}
