@@ -283,7 +283,10 @@ struct Scheduler {       // one per OS thread per module, never freed (worker th
   simt_result* result;
   Shadow* shadow;          // one per byte of the TLS block, allocated at the first checked block
   uint32_t interval;       // barrier intervals so far, over every block this thread ran
-  uintptr_t hit_data; size_t hit_bytes;   // the tensor data the last checked access was in
+  // the tensor data the last checked accesses were in (a kernel reads one tensor and writes
+  // another in turn: one entry would thrash)
+  enum { HITS = 4 };
+  uintptr_t hit_data[HITS]; size_t hit_bytes[HITS]; unsigned hit_next;
   Block block;
 };
 static thread_local Scheduler* tls_scheduler;
@@ -766,7 +769,8 @@ SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uin
   const simt_region& r = c->regions[lo - 1];
   if (a >= r.data + r.bytes + r.guard) return;                 // beyond its guard: not a tensor's
   if (a >= r.data && a + bytes <= r.data + r.bytes) {          // inside the data: the next access likely is too
-    s->hit_data = r.data; s->hit_bytes = r.bytes;
+    unsigned slot = s->hit_next++ % Scheduler::HITS;
+    s->hit_data[slot] = r.data; s->hit_bytes[slot] = r.bytes;
     return;
   }
   long long offset = a >= r.data ? (long long)(a - r.data) : -(long long)(r.data - a);
@@ -777,8 +781,10 @@ SIMT_NOSAN static inline void check_access(const volatile void* p, size_t bytes,
   Scheduler* s = tls_scheduler;
   if (__builtin_expect(!s || !s->checking, 0)) return;
   uintptr_t a = (uintptr_t)p;
-  uintptr_t into_hit = a - s->hit_data;                 // in the tensor data of the last access?
-  if (a >= s->hit_data && into_hit < s->hit_bytes && bytes <= s->hit_bytes - into_hit) return;
+  for (unsigned i = 0; i < Scheduler::HITS; i++) {     // in the tensor data of a recent access?
+    uintptr_t into = a - s->hit_data[i];
+    if (a >= s->hit_data[i] && into < s->hit_bytes[i] && bytes <= s->hit_bytes[i] - into) return;
+  }
   size_t offset = a - (uintptr_t)s->tls_base;
   if (offset < s->tls_size) { shared_access(s, offset, bytes, access, ret); return; }
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
@@ -868,7 +874,8 @@ int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, si
   b.block_dim = uint3{c->block[0], c->block[1], c->block[2]};
   b.grid_dim = uint3{c->grid[0], c->grid[1], c->grid[2]};
   unsigned long long blocks = 1ull * c->grid[0] * c->grid[1] * c->grid[2];
-  s->config = c; s->result = r; s->hit_data = 0; s->hit_bytes = 0;
+  s->config = c; s->result = r;
+  memset(s->hit_data, 0, sizeof s->hit_data); memset(s->hit_bytes, 0, sizeof s->hit_bytes);
   if (c->check_memory && !ensure_shadow(s)) {
     r->code = 2; snprintf(r->message, sizeof r->message, "out of memory for the shared-memory shadow of %zu bytes", s->tls_size);
     return 2;
