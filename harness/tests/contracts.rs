@@ -113,7 +113,8 @@ fn each_control_swapped_in_for_its_kernel_fails_the_run_at_its_gate() {
             .find(|l| l.starts_with(&format!("{} ({}) FAIL", op.name, control.record)))
             .unwrap_or_else(|| panic!("no FAIL line for record `{}`: {output}", control.record));
         assert!(line.contains(&format!("at {}: ", control.planted)), "gate {} not named: {line}", control.planted);
-        assert!(line.contains("first ["), "first differing element not named: {line}");
+        // a value is named by `first [..]`, a guard band by the element `nearest [..]` the data
+        assert!(line.contains("first [") || line.contains("nearest ["), "first differing element not named: {line}");
         assert!(lines.last().unwrap().contains(" 0 controls"), "{output}");
     }
 }
