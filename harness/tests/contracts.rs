@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 use harness::contract::Control;
 
 mod bad_inputs;
+mod findings;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
