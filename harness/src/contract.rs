@@ -681,6 +681,8 @@ pub struct Control {
     pub source_display: String,
     /// The control's own time limit (a kernel that never returns need not wait the default).
     pub timeout_seconds: Option<u64>,
+    /// Planted for `--strict-limits` (figures that moved within budget): runs only under it.
+    pub strict_limits: bool,
     /// Where `contract` and `record` are: only the runner can tell they name nothing.
     contract_line: usize,
     record_line: usize,
@@ -705,6 +707,7 @@ struct RawControl {
     bug: Spanned<String>,
     source: Spanned<String>,
     timeout_seconds: Option<Spanned<i64>>,
+    strict_limits: Option<Spanned<bool>>,
 }
 
 impl Control {
@@ -735,6 +738,14 @@ impl Control {
             }
         };
         let timeout_seconds = raw.timeout_seconds.as_ref().map(|t| timeout(&source, t)).transpose()?;
+        let strict_limits = raw.strict_limits.as_ref().is_some_and(|s| *s.get_ref());
+        if let (Some(strict), true) = (&raw.strict_limits, strict_limits && planted != Planted::Gate(Gate::Limits)) {
+            return Err(source.error(
+                strict.span().start,
+                "strict_limits",
+                "only a control planted at gate limits can need --strict-limits",
+            ));
+        }
         let at = raw.source.span().start;
         let relative = Path::new(raw.source.get_ref());
         if relative.is_absolute() || relative.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
@@ -755,6 +766,7 @@ impl Control {
             source: kernel,
             source_display,
             timeout_seconds,
+            strict_limits,
             contract_line: source.line_of(raw.contract.span().start),
             record_line: source.line_of(raw.record.span().start),
         })
@@ -825,6 +837,14 @@ mod control_tests {
         assert!(control(&format!("{BASE}gate = \"shapes\"")).unwrap().runs_on("sm_90"));
         let empty = control(&format!("{BASE}gate = \"shapes\"\narch = []")).unwrap_err();
         assert_eq!(empty.key, "arch", "{empty}");
+    }
+
+    #[test]
+    fn only_a_limits_control_can_be_planted_for_strict_limits() {
+        assert!(control(&format!("{BASE}gate = \"limits\"\nstrict_limits = true")).unwrap().strict_limits);
+        assert!(!control(&format!("{BASE}gate = \"limits\"")).unwrap().strict_limits);
+        let e = control(&format!("{BASE}gate = \"shapes\"\nstrict_limits = true")).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (6, "strict_limits"), "{e}");
     }
 }
 

@@ -406,7 +406,7 @@ pub(crate) fn load(
                         c.error("record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")))
                     );
                 }
-                if !control_applies(&c, arch, gates_run, settings.isolated) {
+                if !control_applies(&c, arch, gates_run, settings) {
                     not_applicable.push(format!("{} ({})", c.file, c.planted));
                     return Ok(None);
                 }
@@ -437,14 +437,15 @@ pub(crate) fn load(
 
 /// Whether a control can go red here: its gate runs, its arch is this one, and a planted
 /// crash or timeout only where records run in child processes (in one process it would take
-/// the whole run down); a device fault only on a GPU.
-fn control_applies(control: &Control, arch: &str, gates_run: &[Gate], isolated: bool) -> bool {
+/// the whole run down); a device fault only on a GPU; a control planted for strict limits
+/// only under `--strict-limits`.
+fn control_applies(control: &Control, arch: &str, gates_run: &[Gate], settings: &Settings) -> bool {
     let possible = match control.planted {
         Planted::Gate(gate) => gates_run.contains(&gate),
-        Planted::Fault(Fault::Crash | Fault::Timeout) => isolated,
-        Planted::Fault(Fault::DeviceFault) => isolated && !arch.starts_with("host"),
+        Planted::Fault(Fault::Crash | Fault::Timeout) => settings.isolated,
+        Planted::Fault(Fault::DeviceFault) => settings.isolated && !arch.starts_with("host"),
     };
-    possible && control.runs_on(arch)
+    possible && control.runs_on(arch) && (!control.strict_limits || settings.strict_limits)
 }
 
 /// The kernel a record runs: its control's faulty copy, else its contract's kernel; none for
