@@ -395,11 +395,6 @@ pub(crate) fn load(
                     .iter()
                     .find(|k| k.op.name == c.contract)
                     .ok_or_else(|| c.error("contract", format!("no loaded contract for op `{}`", c.contract)))?;
-                if contract.op.source.is_none() {
-                    return Err(
-                        c.error("contract", format!("op `{}` is served by a library, not a kernel: a control needs a kernel", c.contract))
-                    );
-                }
                 if contract.record(&c.record).is_none() {
                     let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
                     return Err(
@@ -449,11 +444,12 @@ fn control_applies(control: &Control, arch: &str, gates_run: &[Gate], settings: 
 }
 
 /// The kernel a record runs: its control's faulty copy, else its contract's kernel; none for
-/// an op a library serves.
+/// an op a library serves, whose records always go through the library (a control for one
+/// plants a kernel named after the op, which its launcher runs in place of the library call).
 pub(crate) fn source_of(settings: &Settings, contract: &Contract, control: Option<&Control>) -> Option<KernelSource> {
     let op = contract.op;
     match (control, op.source, op.symbol) {
-        (Some(control), _, symbol) => Some(kernel_source(settings, &control.source, symbol.unwrap_or(op.name))),
+        (Some(control), _, _) => Some(kernel_source(settings, &control.source, op.kernel_symbol())),
         (None, Some(source), Some(symbol)) => Some(kernel_source(settings, &settings.kernels_dir.join(source), symbol)),
         _ => None,
     }
@@ -640,9 +636,9 @@ pub(crate) fn run_record(
     }
     if gates_run.contains(&Gate::Limits)
         && result.error.is_none()
-        && let (Ok(Some(module)), Some(symbol)) = (module, contract.op.symbol)
+        && let Ok(Some(module)) = module
     {
-        match module.resource_usage(symbol) {
+        match module.resource_usage(contract.op.kernel_symbol()) {
             Some(Ok(mut usage)) => {
                 if let Some(threads) = result.cases.first().map(|c| c.block_threads) {
                     usage.figures.insert("threads".into(), threads as u64);
@@ -1115,7 +1111,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     }
     for control in &controls {
         let i = contracts.iter().position(|k| k.op.name == control.contract).unwrap();
-        jobs.push((i, Some(control), kernel_source(settings, &control.source, contracts[i].op.symbol.unwrap())));
+        jobs.push((i, Some(control), kernel_source(settings, &control.source, contracts[i].op.kernel_symbol())));
     }
     let build_started = Instant::now();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -1126,7 +1122,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 loop {
                     let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((i, _, source)) = jobs.get(j) else { break };
-                    let symbol = contracts[*i].op.symbol.unwrap();
+                    let symbol = contracts[*i].op.kernel_symbol();
                     let usage = compiler.resource_usage(source, symbol).map_err(|e| error_chain(&e)).and_then(|mut u| {
                         u.figures.insert("threads".into(), launcher_block(&contracts[*i], source)? as u64);
                         Ok(u)

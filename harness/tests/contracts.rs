@@ -94,10 +94,13 @@ fn each_control_swapped_in_for_its_kernel_fails_the_run_at_its_gate() {
     for file in files {
         let control = Control::load(&file, &file.display().to_string(), &root()).unwrap();
         let op = engine::ops::find(&control.contract).unwrap();
+        // a library op has no kernel of ours to swap: its control runs in place of the
+        // library call, and only as a control (the main job shows it red)
+        let Some(kernel) = op.source else { continue };
         let dir = tempfile::tempdir().unwrap();
         let kernels = dir.path().join("kernels");
         copy_dir(&root().join("kernels"), &kernels);
-        std::fs::copy(&control.source, kernels.join(op.source.unwrap())).unwrap();
+        std::fs::copy(&control.source, kernels.join(kernel)).unwrap();
         let (code, lines, stderr) = contracts(&[
             "--kernels",
             kernels.to_str().unwrap(),
