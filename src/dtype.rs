@@ -88,17 +88,45 @@ impl DType {
         }
     }
 
-    /// The pattern a guard band of this type is filled with: a NaN for float types (so a
-    /// read past the end poisons the result too), a canary for integers.
-    pub fn guard_pattern(self) -> &'static [u8] {
+    /// One element of the guard band on `side` of the buffer with guard id `id` (1 to
+    /// [`GUARD_IDS`]). Float patterns are signaling NaNs: any arithmetic on one gives a quiet
+    /// NaN (x86 keeps the payload and sets the quiet bit; NVIDIA gives 0x7fffffff), never a
+    /// guard, and a read past the end still poisons what it feeds. The id sits in the payload
+    /// bits that every shift conversion keeps (f32 bits 16..21 = bf16 bits 0..5 = f16 bits
+    /// 3..8) and the sign bit says the side, so a guard value copied into another buffer's
+    /// guard, as is or through bf16/f16/f32 by shifting, differs from what is there. The
+    /// bits below the id are redundancy a widening shift zeroes (f32 bits 0..15, f16 bits
+    /// 0..2, never zero), and their top bit (f32 bit 15, f16 bit 2) is clear, so rounding to
+    /// bf16 by adding half an ulp, even after widening an f16, carries nothing into the id. Integer patterns are distinct per buffer and side too, but no pattern can be
+    /// kept from arithmetic there: any integer may be a result.
+    pub fn guard_pattern(self, id: u8, side: GuardSide) -> Vec<u8> {
+        assert!((1..=GUARD_IDS).contains(&id), "guard id {id} out of 1..={GUARD_IDS}");
+        let (id16, after) = (id as u16, side == GuardSide::After);
+        let sign16 = if after { 0x8000u16 } else { 0 };
         match self {
-            DType::F32 => &[0xad, 0xde, 0xc0, 0x7f], // 0x7fc0dead, a quiet NaN
-            DType::F16 => &[0xde, 0x7e],             // 0x7ede
-            DType::Bf16 => &[0xde, 0x7f],            // 0x7fde
-            DType::I32 | DType::U32 => &[0xef, 0xbe, 0xad, 0xde],
-            DType::U8 => &[0xa5],
+            DType::F32 => {
+                let low = (id16 << 8) | 0x80 | (!id16 & 0x3f);
+                let high = sign16 | 0x7f80 | id16;
+                ((high as u32) << 16 | low as u32).to_le_bytes().to_vec()
+            }
+            DType::Bf16 => (sign16 | 0x7f80 | id16).to_le_bytes().to_vec(),
+            // bits 0..2 are 2 or 3: never what a shift from f32 leaves there (0 or 1)
+            DType::F16 => (sign16 | 0x7c00 | (id16 << 3) | (2 + (id16 & 1))).to_le_bytes().to_vec(),
+            DType::I32 | DType::U32 => (0xdead_0000u32 | (id as u32) << 8 | if after { 0xbe } else { 0xef }).to_le_bytes().to_vec(),
+            DType::U8 => vec![0x80 | id << 1 | after as u8],
         }
     }
+}
+
+/// Guard ids run from 1 to this: six payload bits, zero excluded (a bf16 with an all-zero
+/// payload is infinity, not a NaN).
+pub const GUARD_IDS: u8 = 63;
+
+/// Which guard band of a buffer: before its first element or after its last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GuardSide {
+    Before,
+    After,
 }
 
 /// Rounds to nearest even in a binary format with `mantissa_bits` stored bits, smallest
@@ -169,9 +197,6 @@ mod tests {
         assert_eq!(u16::from_le_bytes(b), 0x0001);
         DType::F16.encode(-2f64.powi(-14) * 1.0009765625, &mut b);
         assert_eq!(u16::from_le_bytes(b), 0x8401);
-        assert!(DType::F32.decode(DType::F32.guard_pattern()).is_nan());
-        assert!(DType::F16.decode(DType::F16.guard_pattern()).is_nan());
-        assert!(DType::Bf16.decode(DType::Bf16.guard_pattern()).is_nan());
     }
 }
 
@@ -197,6 +222,165 @@ mod rounding_against_the_integer_rule {
             assert_eq!(u16::from_le_bytes(b), kernel_bf16(f), "{:#010x}", f.to_bits());
             DType::F16.encode(f as f64, &mut b);
             assert_eq!(u16::from_le_bytes(b), half::f16::from_f32(f).to_bits(), "{:#010x}", f.to_bits());
+        }
+    }
+}
+
+#[cfg(test)]
+mod guard_patterns {
+    use std::hint::black_box;
+
+    use super::*;
+
+    const SIDES: [GuardSide; 2] = [GuardSide::Before, GuardSide::After];
+
+    fn bits(dtype: DType, id: u8, side: GuardSide) -> u32 {
+        let p = dtype.guard_pattern(id, side);
+        let mut wide = [0u8; 4];
+        wide[..p.len()].copy_from_slice(&p);
+        u32::from_le_bytes(wide)
+    }
+
+    /// Every (dtype, id, side) guard and its bits.
+    fn every_guard() -> Vec<(DType, u8, GuardSide, u32)> {
+        let mut all = Vec::new();
+        for dtype in DType::ALL {
+            for id in 1..=GUARD_IDS {
+                for side in SIDES {
+                    all.push((dtype, id, side, bits(dtype, id, side)));
+                }
+            }
+        }
+        all
+    }
+
+    fn guard_set() -> std::collections::HashSet<(DType, u32)> {
+        every_guard().into_iter().map(|(d, _, _, b)| (d, b)).collect()
+    }
+
+    // the conversions a kernel may do by shifting (kernels/common.h and the usual hand-written ones)
+    fn bf16_to_f32(h: u32) -> u32 {
+        h << 16
+    }
+    fn f16_to_f32(h: u32) -> u32 {
+        let (sign, exponent, mantissa) = ((h & 0x8000) << 16, (h >> 10) & 0x1f, h & 0x3ff);
+        if exponent == 0x1f { sign | 0x7f80_0000 | mantissa << 13 } else { sign | (exponent + 112) << 23 | mantissa << 13 }
+    }
+    fn f32_to_bf16_truncating(u: u32) -> u32 {
+        u >> 16
+    }
+    fn f32_to_bf16_nearest_even_unchecked(u: u32) -> u32 {
+        (u.wrapping_add(0x7fff + ((u >> 16) & 1)) >> 16) & 0xffff
+    }
+    fn f32_to_bf16_common_h(u: u32) -> u32 {
+        if u & 0x7fff_ffff > 0x7f80_0000 { (u >> 16) | 0x40 } else { f32_to_bf16_nearest_even_unchecked(u) }
+    }
+    fn f32_to_f16_shifting(u: u32) -> u32 {
+        ((u >> 16) & 0x8000) | 0x7c00 | ((u >> 13) & 0x3ff)
+    }
+    fn f32_to_f16_common_h(u: u32) -> u32 {
+        ((u >> 16) & 0x8000) | 0x7e00 | ((u >> 13) & 0x3ff)
+    }
+
+    /// What a guard of `dtype` may become in another type: (the type, its bits).
+    fn conversions(dtype: DType, value: u32) -> Vec<(DType, u32)> {
+        let widened = match dtype {
+            DType::F32 => value,
+            DType::F16 => f16_to_f32(value),
+            DType::Bf16 => bf16_to_f32(value),
+            _ => unreachable!(),
+        };
+        vec![
+            (DType::F32, widened),
+            (DType::Bf16, f32_to_bf16_truncating(widened)),
+            (DType::Bf16, f32_to_bf16_nearest_even_unchecked(widened)),
+            (DType::Bf16, f32_to_bf16_common_h(widened)),
+            (DType::Bf16, half::bf16::from_f32(f32::from_bits(widened)).to_bits() as u32),
+            (DType::F16, f32_to_f16_shifting(widened)),
+            (DType::F16, f32_to_f16_common_h(widened)),
+            (DType::F16, half::f16::from_f32(f32::from_bits(widened)).to_bits() as u32),
+        ]
+    }
+
+    #[test]
+    fn every_float_guard_is_a_signaling_nan_and_every_guard_is_its_own() {
+        let all = every_guard();
+        for (dtype, id, side, b) in &all {
+            let clash = all.iter().find(|(d, i, s, other)| d == dtype && (i, s) != (id, side) && other == b);
+            assert!(clash.is_none(), "{dtype} guard {id} {side:?} equals {clash:?}");
+            let (quiet, payload) = match dtype {
+                DType::F32 => (1 << 22, 0x3f_ffff),
+                DType::F16 => (1 << 9, 0x1ff),
+                DType::Bf16 => (1 << 6, 0x3f),
+                _ => continue,
+            };
+            assert!(dtype.decode(&dtype.guard_pattern(*id, *side)).is_nan(), "{dtype} {id}");
+            assert!(b & quiet == 0 && b & payload != 0, "{dtype} guard {id} {side:?} ({b:#x}) is not a signaling NaN");
+            assert_eq!(b >> (dtype.size() * 8 - 1) == 1, *side == GuardSide::After);
+        }
+    }
+
+    #[test]
+    fn arithmetic_on_a_guard_never_gives_a_guard_of_any_type() {
+        let guards = guard_set();
+        let is_guard = |dtype: DType, value: u32| guards.contains(&(dtype, value));
+        let one = black_box(1.0f32);
+        let widened: Vec<f32> =
+            every_guard().iter().filter(|(d, ..)| d.is_float()).map(|(d, _, _, b)| f32::from_bits(conversions(*d, *b)[0].1)).collect();
+        for &x in &widened {
+            let x = black_box(x);
+            let y = black_box(widened[widened.len() / 3]);
+            let results = [
+                x + one,
+                x * 0.0,
+                x - x,
+                x * x,
+                x / one,
+                one / x,
+                x.mul_add(2.0, one),
+                x.sqrt(),
+                -(x + one),
+                x.max(one),
+                x.min(one),
+                x + y,
+                x * y,
+                (x as f64 + 1.0) as f32,
+            ];
+            for r in results {
+                let r = black_box(r).to_bits();
+                for (dtype, value) in conversions(DType::F32, r) {
+                    assert!(!is_guard(dtype, value), "{:#010x} gave {r:#010x}, a {dtype} guard {value:#x}", x.to_bits());
+                }
+                assert!(!is_guard(DType::I32, r) && !is_guard(DType::U32, r));
+            }
+        }
+    }
+
+    #[test]
+    fn a_guard_converted_by_shifting_is_never_another_buffers_guard() {
+        for (from, id, side, b) in every_guard().into_iter().filter(|(d, ..)| d.is_float()) {
+            let mut routes = conversions(from, b);
+            // twice round: bf16 -> f32 -> f16 and f16 -> f32 -> bf16 by the shifts alone
+            for (to, value) in conversions(from, b) {
+                if to != DType::F32 {
+                    routes.extend(conversions(to, value));
+                }
+            }
+            routes.push((from, b));
+            for (to, value) in routes {
+                for other_id in 1..=GUARD_IDS {
+                    for other_side in SIDES {
+                        if (other_id, other_side) != (id, side) {
+                            assert_ne!(value, bits(to, other_id, other_side), "{from} guard {id} {side:?} as {to}");
+                        }
+                    }
+                }
+            }
+        }
+        // integers: distinct per buffer and side as well
+        for dtype in [DType::I32, DType::U32, DType::U8] {
+            assert_ne!(bits(dtype, 1, GuardSide::Before), bits(dtype, 2, GuardSide::Before));
+            assert_ne!(bits(dtype, 1, GuardSide::Before), bits(dtype, 1, GuardSide::After));
         }
     }
 }

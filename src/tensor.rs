@@ -1,7 +1,12 @@
-//! Device tensors with guard bands on both sides. Guards hold the dtype's guard pattern (a
-//! NaN for float types), so a write past either end is seen and a read past it poisons.
+//! Device tensors with guard bands on both sides. Each tensor and each side has its own
+//! guard pattern (a signaling NaN for float types, see `DType::guard_pattern`), so a write
+//! past either end is seen, even of a value read past the end of another tensor, and a read
+//! past it poisons.
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::backend::{Backend, DeviceBuffer, WatchedTensor};
+use crate::dtype::{GUARD_IDS, GuardSide};
 use crate::{DType, EngineError};
 
 /// Guard band on each side, in bytes.
@@ -10,7 +15,17 @@ pub const GUARD_BYTES: usize = 4096;
 pub struct Tensor {
     pub dtype: DType,
     pub shape: Vec<usize>,
+    /// Which guard patterns this tensor's bands hold (1 to `GUARD_IDS`).
+    guard_id: u8,
     buffer: Box<dyn DeviceBuffer>,
+}
+
+/// Guard ids go round the process: a case holds under ten tensors, twice that with
+/// `--compare-host`, so the tensors alive at once never share one.
+static NEXT_GUARD: AtomicU32 = AtomicU32::new(0);
+
+fn next_guard_id() -> u8 {
+    (NEXT_GUARD.fetch_add(1, Ordering::Relaxed) % GUARD_IDS as u32) as u8 + 1
 }
 
 /// Where a guard band was overwritten.
@@ -28,10 +43,15 @@ impl Tensor {
             .and_then(|e| e.checked_mul(dtype.size()))
             .ok_or_else(|| EngineError::Buffer(format!("shape {shape:?} of {dtype} overflows")))?;
         let mut buffer = backend.allocate(bytes + 2 * GUARD_BYTES)?;
-        let guard = guard_fill(dtype, GUARD_BYTES);
-        buffer.write(0, &guard)?;
-        buffer.write(GUARD_BYTES + bytes, &guard)?;
-        Ok(Tensor { dtype, shape: shape.to_vec(), buffer })
+        let guard_id = next_guard_id();
+        buffer.write(0, &guard_fill(dtype, guard_id, GuardSide::Before))?;
+        buffer.write(GUARD_BYTES + bytes, &guard_fill(dtype, guard_id, GuardSide::After))?;
+        Ok(Tensor { dtype, shape: shape.to_vec(), guard_id, buffer })
+    }
+
+    /// One element of this tensor's guard band on `side`.
+    pub fn guard_pattern(&self, side: GuardSide) -> Vec<u8> {
+        self.dtype.guard_pattern(self.guard_id, side)
     }
 
     pub fn elements(&self) -> usize {
@@ -80,14 +100,16 @@ impl Tensor {
     /// The first overwritten guard element, before or after the data, and how many differ.
     pub fn guard_damage(&self) -> Result<Option<GuardDamage>, EngineError> {
         let size = self.dtype.size();
-        let want = guard_fill(self.dtype, GUARD_BYTES);
         let mut before = vec![0u8; GUARD_BYTES];
         let mut after = vec![0u8; GUARD_BYTES];
         self.buffer.read(0, &mut before)?;
         self.buffer.read(GUARD_BYTES + self.bytes(), &mut after)?;
-        let differs = |a: &[u8], b: &[u8]| a.chunks(size).zip(b.chunks(size)).map(|(x, y)| x != y).collect::<Vec<_>>();
-        let before_bad = differs(&before, &want);
-        let after_bad = differs(&after, &want);
+        let differs = |a: &[u8], side| {
+            let want = self.guard_pattern(side);
+            a.chunks(size).map(|x| x != want.as_slice()).collect::<Vec<_>>()
+        };
+        let before_bad = differs(&before, GuardSide::Before);
+        let after_bad = differs(&after, GuardSide::After);
         let count = before_bad.iter().chain(&after_bad).filter(|b| **b).count();
         if count == 0 {
             return Ok(None);
@@ -103,6 +125,102 @@ impl Tensor {
     }
 }
 
-fn guard_fill(dtype: DType, bytes: usize) -> Vec<u8> {
-    dtype.guard_pattern().iter().copied().cycle().take(bytes).collect()
+fn guard_fill(dtype: DType, id: u8, side: GuardSide) -> Vec<u8> {
+    dtype.guard_pattern(id, side).into_iter().cycle().take(GUARD_BYTES).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::backend::{KernelSource, Module};
+
+    /// Buffers in plain memory: enough to allocate tensors and reach into their guards.
+    struct Memory;
+
+    struct Bytes(Mutex<Vec<u8>>);
+
+    impl DeviceBuffer for Bytes {
+        fn len(&self) -> usize {
+            self.0.lock().unwrap().len()
+        }
+        fn device_address(&self) -> u64 {
+            0x1000
+        }
+        fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError> {
+            self.0.lock().unwrap()[offset..offset + bytes.len()].copy_from_slice(bytes);
+            Ok(())
+        }
+        fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
+            bytes.copy_from_slice(&self.0.lock().unwrap()[offset..offset + bytes.len()]);
+            Ok(())
+        }
+    }
+
+    impl Backend for Memory {
+        fn name(&self) -> &'static str {
+            "memory"
+        }
+        fn arch(&self) -> String {
+            String::new()
+        }
+        fn toolchain(&self) -> String {
+            String::new()
+        }
+        fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
+            Ok(Box::new(Bytes(Mutex::new(vec![0; bytes]))))
+        }
+        fn load_module(&self, _: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
+            Err(EngineError::Buffer("no modules here".into()))
+        }
+    }
+
+    /// Element `index` of the tensor's whole buffer, counted from the data's start.
+    fn element(t: &Tensor, index: i64) -> Vec<u8> {
+        let mut bytes = vec![0u8; t.dtype.size()];
+        t.buffer.read((GUARD_BYTES as i64 + index * t.dtype.size() as i64) as usize, &mut bytes).unwrap();
+        bytes
+    }
+
+    fn store(t: &mut Tensor, index: i64, bytes: &[u8]) {
+        let at = (GUARD_BYTES as i64 + index * t.dtype.size() as i64) as usize;
+        t.buffer.write(at, bytes).unwrap();
+    }
+
+    #[test]
+    fn a_guard_copied_into_another_tensors_guard_is_damage() {
+        let a = Tensor::allocate(&Memory, DType::F32, &[4]).unwrap();
+        let mut out = Tensor::allocate(&Memory, DType::F32, &[4]).unwrap();
+        assert_eq!(out.guard_damage().unwrap(), None);
+        // out[i] = a[i] one past the end of both
+        let past_a = element(&a, 4);
+        assert_eq!(past_a, a.guard_pattern(GuardSide::After));
+        store(&mut out, 4, &past_a);
+        assert_eq!(out.guard_damage().unwrap(), Some(GuardDamage { first_element: 4, elements: 1 }));
+    }
+
+    #[test]
+    fn a_guard_copied_to_the_other_side_or_widened_from_bf16_is_damage() {
+        let mut t = Tensor::allocate(&Memory, DType::F32, &[3]).unwrap();
+        let before = element(&t, -1);
+        store(&mut t, 3, &before);
+        assert_eq!(t.guard_damage().unwrap(), Some(GuardDamage { first_element: 3, elements: 1 }));
+
+        let half = Tensor::allocate(&Memory, DType::Bf16, &[8]).unwrap();
+        let mut out = Tensor::allocate(&Memory, DType::F32, &[8]).unwrap();
+        let widened = (u16::from_le_bytes(element(&half, -1).try_into().unwrap()) as u32) << 16;
+        store(&mut out, -2, &widened.to_le_bytes());
+        assert_eq!(out.guard_damage().unwrap(), Some(GuardDamage { first_element: -2, elements: 1 }));
+    }
+
+    #[test]
+    fn tensors_alive_together_have_different_guards() {
+        let tensors: Vec<Tensor> = (0..20).map(|_| Tensor::allocate(&Memory, DType::Bf16, &[1]).unwrap()).collect();
+        for (i, a) in tensors.iter().enumerate() {
+            for b in &tensors[i + 1..] {
+                assert_ne!(a.guard_pattern(GuardSide::After), b.guard_pattern(GuardSide::After));
+            }
+        }
+    }
 }

@@ -74,15 +74,37 @@ impl Case {
     }
 }
 
+/// A known failure a record may have and still pass: one gate, on one arch, on one tensor,
+/// with a message that holds `matches`, and optionally only some records and cases. Narrow on
+/// purpose: a failure it does not match fails the record.
 #[derive(Clone, Debug)]
 pub struct Finding {
     pub gate: Gate,
     pub arch: String,
     /// The record it covers; every record when absent.
     pub record: Option<String>,
+    /// The tensor whose failure it covers (`kernel` for the limits gate).
+    pub tensor: String,
+    /// A piece of the failure's message, matched as written (no wildcards).
+    pub matches: String,
+    /// Indices into `[shapes].cases`; every case when absent.
+    pub cases: Option<Vec<usize>>,
     pub reason: String,
     pub line: usize,
 }
+
+impl Finding {
+    /// Whether it covers a failure at `gate` of `tensor` in case `case` saying `message`.
+    pub fn covers(&self, gate: Gate, tensor: &str, case: usize, message: &str) -> bool {
+        self.gate == gate
+            && self.tensor == tensor
+            && message.contains(&self.matches)
+            && self.cases.as_ref().is_none_or(|cases| cases.contains(&case))
+    }
+}
+
+/// The tensor a limits failure is about: the kernel as a whole.
+pub const KERNEL_TENSOR: &str = "kernel";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -144,6 +166,9 @@ struct RawFinding {
     gate: Spanned<String>,
     arch: String,
     record: Option<String>,
+    tensor: Option<Spanned<String>>,
+    matches: Option<Spanned<String>>,
+    cases: Option<Spanned<Vec<Spanned<i64>>>>,
     reason: String,
 }
 
@@ -428,24 +453,7 @@ impl Contract {
 
         let mut findings = Vec::new();
         for (i, f) in raw.finding.iter().enumerate() {
-            let raw_finding = f.get_ref();
-            let gate = Gate::parse(raw_finding.gate.get_ref())
-                .map_err(|e| source.error(raw_finding.gate.span().start, format!("finding[{i}].gate"), e))?;
-            if raw_finding.reason.trim().is_empty() {
-                return Err(source.error(f.span().start, format!("finding[{i}].reason"), "a finding needs its reason"));
-            }
-            if let Some(record) = &raw_finding.record
-                && !records.iter().any(|r| &r.name == record)
-            {
-                return Err(source.error(f.span().start, format!("finding[{i}].record"), format!("no record named `{record}`")));
-            }
-            findings.push(Finding {
-                gate,
-                arch: raw_finding.arch.clone(),
-                record: raw_finding.record.clone(),
-                reason: raw_finding.reason.clone(),
-                line: source.line_of(f.span().start),
-            });
+            findings.push(finding(&source, op, &records, cases.len(), i, f)?);
         }
 
         let mut limits = BTreeMap::new();
@@ -474,6 +482,88 @@ impl Contract {
     pub fn record(&self, name: &str) -> Option<&Record> {
         self.records.iter().find(|r| r.name == name)
     }
+}
+
+/// One `[[finding]]`: it must name its tensor and a piece of the failure's message, and any
+/// record or case it narrows to must exist.
+fn finding(
+    source: &Source,
+    op: &OpSpec,
+    records: &[Record],
+    case_count: usize,
+    i: usize,
+    f: &Spanned<RawFinding>,
+) -> Result<Finding, ContractError> {
+    let raw = f.get_ref();
+    let key = |k: &str| format!("finding[{i}].{k}");
+    let at = f.span().start;
+    let gate = Gate::parse(raw.gate.get_ref()).map_err(|e| source.error(raw.gate.span().start, key("gate"), e))?;
+    if raw.reason.trim().is_empty() {
+        return Err(source.error(at, key("reason"), "a finding needs its reason"));
+    }
+    if let Some(record) = &raw.record
+        && !records.iter().any(|r| &r.name == record)
+    {
+        return Err(source.error(at, key("record"), format!("no record named `{record}`")));
+    }
+    let tensors: Vec<&str> = if gate == Gate::Limits { vec![KERNEL_TENSOR] } else { op.tensors.iter().map(|t| t.name).collect() };
+    let example =
+        if gate == Gate::Limits { KERNEL_TENSOR } else { op.tensors.iter().find(|t| t.role == Role::Output).map_or("", |t| t.name) };
+    let tensor = raw
+        .tensor
+        .as_ref()
+        .ok_or_else(|| source.error(at, key("tensor"), format!("a finding names the tensor it covers (`tensor = \"{example}\"`)")))?;
+    if !tensors.contains(&tensor.get_ref().as_str()) {
+        let name = tensor.get_ref();
+        let message = if gate == Gate::Limits {
+            format!("unknown tensor `{name}`: a limits finding covers the whole kernel, `tensor = \"{KERNEL_TENSOR}\"`")
+        } else {
+            format!("unknown tensor `{name}`: op {} has {}", op.name, tensors.join(", "))
+        };
+        return Err(source.error(tensor.span().start, key("tensor"), message));
+    }
+    let matches = raw.matches.as_ref().ok_or_else(|| {
+        source.error(at, key("matches"), "a finding gives a piece of the failure's message it covers (`matches = \"...\"`)")
+    })?;
+    if matches.get_ref().trim().is_empty() {
+        return Err(source.error(matches.span().start, key("matches"), "an empty `matches` would cover any message"));
+    }
+    let cases = match &raw.cases {
+        None => None,
+        Some(list) if gate == Gate::Limits => {
+            return Err(source.error(list.span().start, key("cases"), "a limits finding covers the kernel, not shape cases"));
+        }
+        Some(list) if list.get_ref().is_empty() => {
+            return Err(source.error(
+                list.span().start,
+                key("cases"),
+                "an empty list covers nothing: leave `cases` out to cover every case",
+            ));
+        }
+        Some(list) => Some(
+            list.get_ref()
+                .iter()
+                .map(|c| match usize::try_from(*c.get_ref()) {
+                    Ok(index) if index < case_count => Ok(index),
+                    _ => Err(source.error(
+                        c.span().start,
+                        key("cases"),
+                        format!("case {} is out of range: [shapes].cases has {case_count} (0 to {})", c.get_ref(), case_count - 1),
+                    )),
+                })
+                .collect::<Result<Vec<usize>, _>>()?,
+        ),
+    };
+    Ok(Finding {
+        gate,
+        arch: raw.arch.clone(),
+        record: raw.record.clone(),
+        tensor: tensor.get_ref().clone(),
+        matches: matches.get_ref().clone(),
+        cases,
+        reason: raw.reason.clone(),
+        line: source.line_of(at),
+    })
 }
 
 /// A record's time limit: whole seconds, at least 1, at most a day.
@@ -591,6 +681,8 @@ pub struct Control {
     pub source_display: String,
     /// The control's own time limit (a kernel that never returns need not wait the default).
     pub timeout_seconds: Option<u64>,
+    /// Planted for `--strict-limits` (figures that moved within budget): runs only under it.
+    pub strict_limits: bool,
     /// Where `contract` and `record` are: only the runner can tell they name nothing.
     contract_line: usize,
     record_line: usize,
@@ -615,6 +707,7 @@ struct RawControl {
     bug: Spanned<String>,
     source: Spanned<String>,
     timeout_seconds: Option<Spanned<i64>>,
+    strict_limits: Option<Spanned<bool>>,
 }
 
 impl Control {
@@ -645,6 +738,14 @@ impl Control {
             }
         };
         let timeout_seconds = raw.timeout_seconds.as_ref().map(|t| timeout(&source, t)).transpose()?;
+        let strict_limits = raw.strict_limits.as_ref().is_some_and(|s| *s.get_ref());
+        if let (Some(strict), true) = (&raw.strict_limits, strict_limits && planted != Planted::Gate(Gate::Limits)) {
+            return Err(source.error(
+                strict.span().start,
+                "strict_limits",
+                "only a control planted at gate limits can need --strict-limits",
+            ));
+        }
         let at = raw.source.span().start;
         let relative = Path::new(raw.source.get_ref());
         if relative.is_absolute() || relative.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
@@ -665,6 +766,7 @@ impl Control {
             source: kernel,
             source_display,
             timeout_seconds,
+            strict_limits,
             contract_line: source.line_of(raw.contract.span().start),
             record_line: source.line_of(raw.record.span().start),
         })
@@ -735,6 +837,14 @@ mod control_tests {
         assert!(control(&format!("{BASE}gate = \"shapes\"")).unwrap().runs_on("sm_90"));
         let empty = control(&format!("{BASE}gate = \"shapes\"\narch = []")).unwrap_err();
         assert_eq!(empty.key, "arch", "{empty}");
+    }
+
+    #[test]
+    fn only_a_limits_control_can_be_planted_for_strict_limits() {
+        assert!(control(&format!("{BASE}gate = \"limits\"\nstrict_limits = true")).unwrap().strict_limits);
+        assert!(!control(&format!("{BASE}gate = \"limits\"")).unwrap().strict_limits);
+        let e = control(&format!("{BASE}gate = \"shapes\"\nstrict_limits = true")).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (6, "strict_limits"), "{e}");
     }
 }
 
@@ -822,5 +932,43 @@ tolerance = "exact"
         }
         let e = error("op = [");
         assert_eq!(e.line, 1, "{e}");
+    }
+
+    fn with_finding(lines: &str) -> String {
+        format!("{GOOD}\n[[finding]]\ngate = \"shapes\"\narch = \"sm_90\"\nreason = \"flushes subnormals\"\n{lines}\n")
+    }
+
+    #[test]
+    fn a_finding_names_its_tensor_and_a_piece_of_the_message_and_may_narrow_to_cases() {
+        let c = Contract::parse("contracts/good.toml", &with_finding("tensor = \"out\"\nmatches = \"differ\"\ncases = [0]")).unwrap();
+        let f = &c.findings[0];
+        assert_eq!((f.tensor.as_str(), f.matches.as_str(), f.cases.as_deref(), f.line), ("out", "differ", Some(&[0usize][..]), 19));
+        assert!(f.covers(Gate::Shapes, "out", 0, "3 of 64 elements differ, first [0, 1]"));
+        assert!(!f.covers(Gate::Shapes, "table", 0, "3 of 64 elements differ"), "another tensor");
+        assert!(!f.covers(Gate::Shapes, "out", 0, "guard band written"), "another message");
+        assert!(!f.covers(Gate::Shapes, "out", 1, "3 of 64 elements differ"), "another case");
+        assert!(!f.covers(Gate::Repeat, "out", 0, "3 of 64 elements differ"), "another gate");
+    }
+
+    #[test]
+    fn a_finding_without_tensor_or_matches_or_with_one_that_names_nothing_is_refused() {
+        let cases = [
+            ("matches = \"differ\"", "finding[0].tensor", 19, "names the tensor it covers"),
+            ("tensor = \"out\"", "finding[0].matches", 19, "piece of the failure's message"),
+            ("tensor = \"y\"\nmatches = \"differ\"", "finding[0].tensor", 23, "unknown tensor `y`: op tf_embed_dense has table, ids, out"),
+            ("tensor = \"out\"\nmatches = \" \"", "finding[0].matches", 24, "would cover any message"),
+            ("tensor = \"out\"\nmatches = \"differ\"\ncases = [1]", "finding[0].cases", 25, "case 1 is out of range"),
+            ("tensor = \"out\"\nmatches = \"differ\"\ncases = [-1]", "finding[0].cases", 25, "case -1 is out of range"),
+            ("tensor = \"out\"\nmatches = \"differ\"\ncases = []", "finding[0].cases", 25, "covers nothing"),
+        ];
+        for (lines, key, line, words) in cases {
+            let e = error(&with_finding(lines));
+            assert_eq!((e.key.as_str(), e.line), (key, line), "{lines}: {e}");
+            assert!(e.message.contains(words), "{lines}: {e}");
+        }
+        let limits = with_finding("tensor = \"out\"\nmatches = \"vgprs\"").replace("gate = \"shapes\"", "gate = \"limits\"");
+        let e = error(&limits);
+        assert!(e.key == "finding[0].tensor" && e.message.contains("tensor = \"kernel\""), "{e}");
+        assert!(Contract::parse("c.toml", &limits.replace("tensor = \"out\"", "tensor = \"kernel\"")).is_ok());
     }
 }

@@ -12,7 +12,7 @@ use engine::ops::{OpCall, Role};
 use engine::tensor::Tensor;
 use serde::Serialize;
 
-use crate::contract::{Case, Contract, ContractError, Control, Record};
+use crate::contract::{Case, Contract, ContractError, Control, Finding, KERNEL_TENSOR, Record};
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
@@ -107,6 +107,16 @@ pub struct GateFailure {
     pub failing_cases: Vec<usize>,
 }
 
+/// One failure as its gate found it, before failures are grouped by gate for the record
+/// line: what a known finding covers, or not.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct FailureSite {
+    pub gate: Gate,
+    pub case_index: usize,
+    pub tensor: String,
+    pub message: String,
+}
+
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct ControlInfo {
     pub file: String,
@@ -151,9 +161,18 @@ pub struct RecordResult {
     pub gates_run: Vec<Gate>,
     /// Every gate that went red, in gate order.
     pub failures: Vec<GateFailure>,
+    /// Every failure of every gate and case, one by one.
+    #[serde(default)]
+    pub failure_sites: Vec<FailureSite>,
     /// Findings that covered a red gate, and stale ones (which fail the record).
     pub findings: Vec<String>,
     pub stale_findings: Vec<String>,
+    /// Tensors a known finding covered a failure of: no closeness is claimed for them.
+    #[serde(default)]
+    pub covered_tensors: Vec<String>,
+    /// Where findings apply but one failure is covered by none: the first such failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncovered: Option<String>,
     pub error: Option<String>,
     /// The record's process died, ran past its time limit, or lost its device context
     /// (`error` says how); outcome Error, or red as planted for a fault control.
@@ -392,18 +411,13 @@ pub(crate) fn load(
                     .iter()
                     .find(|k| k.op.name == c.contract)
                     .ok_or_else(|| c.error("contract", format!("no loaded contract for op `{}`", c.contract)))?;
-                if contract.op.source.is_none() {
-                    return Err(
-                        c.error("contract", format!("op `{}` is served by a library, not a kernel: a control needs a kernel", c.contract))
-                    );
-                }
                 if contract.record(&c.record).is_none() {
                     let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
                     return Err(
                         c.error("record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")))
                     );
                 }
-                if !control_applies(&c, arch, gates_run, settings.isolated) {
+                if !control_applies(&c, arch, gates_run, settings) {
                     not_applicable.push(format!("{} ({})", c.file, c.planted));
                     return Ok(None);
                 }
@@ -434,22 +448,24 @@ pub(crate) fn load(
 
 /// Whether a control can go red here: its gate runs, its arch is this one, and a planted
 /// crash or timeout only where records run in child processes (in one process it would take
-/// the whole run down); a device fault only on a GPU.
-fn control_applies(control: &Control, arch: &str, gates_run: &[Gate], isolated: bool) -> bool {
+/// the whole run down); a device fault only on a GPU; a control planted for strict limits
+/// only under `--strict-limits`.
+fn control_applies(control: &Control, arch: &str, gates_run: &[Gate], settings: &Settings) -> bool {
     let possible = match control.planted {
         Planted::Gate(gate) => gates_run.contains(&gate),
-        Planted::Fault(Fault::Crash | Fault::Timeout) => isolated,
-        Planted::Fault(Fault::DeviceFault) => isolated && !arch.starts_with("host"),
+        Planted::Fault(Fault::Crash | Fault::Timeout) => settings.isolated,
+        Planted::Fault(Fault::DeviceFault) => settings.isolated && !arch.starts_with("host"),
     };
-    possible && control.runs_on(arch)
+    possible && control.runs_on(arch) && (!control.strict_limits || settings.strict_limits)
 }
 
 /// The kernel a record runs: its control's faulty copy, else its contract's kernel; none for
-/// an op a library serves.
+/// an op a library serves, whose records always go through the library (a control for one
+/// plants a kernel named after the op, which its launcher runs in place of the library call).
 pub(crate) fn source_of(settings: &Settings, contract: &Contract, control: Option<&Control>) -> Option<KernelSource> {
     let op = contract.op;
     match (control, op.source, op.symbol) {
-        (Some(control), _, symbol) => Some(kernel_source(settings, &control.source, symbol.unwrap_or(op.name))),
+        (Some(control), _, _) => Some(kernel_source(settings, &control.source, op.kernel_symbol())),
         (None, Some(source), Some(symbol)) => Some(kernel_source(settings, &settings.kernels_dir.join(source), symbol)),
         _ => None,
     }
@@ -534,8 +550,11 @@ pub(crate) fn new_result(contract: &Contract, record: &Record, control: Option<&
         outcome: Outcome::Pass,
         gates_run: gates_run.to_vec(),
         failures: Vec::new(),
+        failure_sites: Vec::new(),
         findings: Vec::new(),
         stale_findings: Vec::new(),
+        covered_tensors: Vec::new(),
+        uncovered: None,
         error: None,
         fault: None,
         tolerances: record.tolerances.iter().map(|(k, (t, _))| (k.clone(), t.to_string())).collect(),
@@ -586,6 +605,12 @@ pub(crate) fn run_record(
                     Ok((case_report, failures)) => {
                         result.cases.push(case_report);
                         for (gate, tensor, failure) in failures {
+                            result.failure_sites.push(FailureSite {
+                                gate,
+                                case_index: index,
+                                tensor: tensor.clone(),
+                                message: failure.message.clone(),
+                            });
                             match result.failures.iter_mut().find(|f| f.gate == gate) {
                                 Some(existing) if existing.case_index == index => {
                                     existing.also.push(format!("{tensor}: {}", failure.message))
@@ -627,9 +652,9 @@ pub(crate) fn run_record(
     }
     if gates_run.contains(&Gate::Limits)
         && result.error.is_none()
-        && let (Ok(Some(module)), Some(symbol)) = (module, contract.op.symbol)
+        && let Ok(Some(module)) = module
     {
-        match module.resource_usage(symbol) {
+        match module.resource_usage(contract.op.kernel_symbol()) {
             Some(Ok(mut usage)) => {
                 if let Some(threads) = result.cases.first().map(|c| c.block_threads) {
                     usage.figures.insert("threads".into(), threads as u64);
@@ -722,19 +747,22 @@ fn add_limits_failure(result: &mut RecordResult, report: &LimitsReport, strict: 
     if reasons.is_empty() {
         return;
     }
+    let message = reasons.join("; ");
+    result.failure_sites.push(FailureSite { gate: Gate::Limits, case_index: 0, tensor: KERNEL_TENSOR.into(), message: message.clone() });
     result.failures.push(GateFailure {
         gate: Gate::Limits,
         case_index: 0,
         case: format!("{} {}", report.source, report.arch),
-        tensor: "kernel".into(),
-        failure: Failure { count: reasons.len(), total: report.figures.len(), first: None, message: reasons.join("; ") },
+        tensor: KERNEL_TENSOR.into(),
+        failure: Failure { count: reasons.len(), total: report.figures.len(), first: None, message },
         also: Vec::new(),
         failing_cases: vec![0],
     });
 }
 
-/// One function decides a record's outcome: findings cover red gates for their arch and
-/// record; a finding whose gate now passes is stale and fails the record.
+/// One function decides a record's outcome: a finding for the arch and record covers each
+/// failure of its gate and tensor whose message holds its `matches`, in its cases; a failure
+/// no finding covers fails the record, and so does a finding that covers nothing (stale).
 fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Control>, arch: &str, gates_run: &[Gate]) -> Outcome {
     if let Some(control) = control {
         let red = match control.planted {
@@ -746,32 +774,70 @@ fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Contr
     if result.error.is_some() {
         return Outcome::Error;
     }
-    let applicable: Vec<_> = contract
+    let applicable: Vec<&Finding> = contract
         .findings
         .iter()
         .filter(|f| f.arch == arch && gates_run.contains(&f.gate) && f.record.as_ref().is_none_or(|r| *r == result.record))
         .collect();
-    let mut uncovered = false;
-    for failure in &result.failures {
-        match applicable.iter().find(|f| f.gate == failure.gate) {
-            Some(f) => result.findings.push(format!("{}: {}", f.gate, f.reason)),
-            None => uncovered = true,
+    let mut used = vec![false; applicable.len()];
+    let mut uncovered: Vec<&FailureSite> = Vec::new();
+    for site in &result.failure_sites {
+        match applicable.iter().position(|f| f.covers(site.gate, &site.tensor, site.case_index, &site.message)) {
+            Some(i) => {
+                used[i] = true;
+                if !result.covered_tensors.contains(&site.tensor) {
+                    result.covered_tensors.push(site.tensor.clone());
+                }
+            }
+            None => uncovered.push(site),
         }
     }
-    for f in &applicable {
-        if !result.failed(f.gate) {
-            result
-                .stale_findings
-                .push(format!("the known finding at {} ({}:{}) is stale: the gate passes now; remove it", f.gate, contract.file, f.line));
+    if let (Some(site), false) = (uncovered.first(), applicable.is_empty()) {
+        result.uncovered = Some(uncovered_text(site, result, contract));
+    }
+    for (f, used) in applicable.iter().zip(&used) {
+        if *used {
+            result.findings.push(format!("{} ({}): {}", f.gate, f.tensor, f.reason));
+        } else {
+            result.stale_findings.push(stale(f, result, contract));
         }
     }
-    if uncovered || !result.stale_findings.is_empty() {
+    if !uncovered.is_empty() || !result.stale_findings.is_empty() {
         Outcome::Fail
     } else if !result.findings.is_empty() {
         Outcome::KnownFinding
     } else {
         Outcome::Pass
     }
+}
+
+/// The failure no finding covers, said in full unless the record line already shows it
+/// first for its gate.
+fn uncovered_text(site: &FailureSite, result: &RecordResult, contract: &Contract) -> String {
+    let shown = result
+        .failures
+        .iter()
+        .find(|f| f.gate == site.gate)
+        .is_some_and(|f| f.case_index == site.case_index && f.tensor == site.tensor && f.failure.message == site.message);
+    if shown {
+        return format!("not covered by a known finding at {}", site.gate);
+    }
+    let case = contract.cases.get(site.case_index).map(|c| c.describe(contract.op)).unwrap_or_default();
+    let place = if site.gate == Gate::Limits { String::new() } else { format!(" in case {case}") };
+    format!("not covered by a known finding: {}{place}: {}: {}", site.gate, site.tensor, site.message)
+}
+
+/// Why a finding covered nothing: its gate passes, or it failed otherwise than the finding says.
+fn stale(f: &Finding, result: &RecordResult, contract: &Contract) -> String {
+    let at = format!("the known finding at {} ({}:{}) is stale", f.gate, contract.file, f.line);
+    if !result.failed(f.gate) {
+        return format!("{at}: the gate passes now; remove it");
+    }
+    let cases = match &f.cases {
+        Some(cases) => format!(" in cases {cases:?}"),
+        None => String::new(),
+    };
+    format!("{at}: no failure of `{}`{cases} says `{}`; correct or remove it", f.tensor, f.matches)
 }
 
 type CaseFailures = Vec<(Gate, String, Failure)>;
@@ -1071,7 +1137,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     }
     for control in &controls {
         let i = contracts.iter().position(|k| k.op.name == control.contract).unwrap();
-        jobs.push((i, Some(control), kernel_source(settings, &control.source, contracts[i].op.symbol.unwrap())));
+        jobs.push((i, Some(control), kernel_source(settings, &control.source, contracts[i].op.kernel_symbol())));
     }
     let build_started = Instant::now();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -1082,7 +1148,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 loop {
                     let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((i, _, source)) = jobs.get(j) else { break };
-                    let symbol = contracts[*i].op.symbol.unwrap();
+                    let symbol = contracts[*i].op.kernel_symbol();
                     let usage = compiler.resource_usage(source, symbol).map_err(|e| error_chain(&e)).and_then(|mut u| {
                         u.figures.insert("threads".into(), launcher_block(&contracts[*i], source)? as u64);
                         Ok(u)
@@ -1111,8 +1177,11 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 outcome: Outcome::Pass,
                 gates_run: gates_run.clone(),
                 failures: Vec::new(),
+                failure_sites: Vec::new(),
                 findings: Vec::new(),
                 stale_findings: Vec::new(),
+                covered_tensors: Vec::new(),
+                uncovered: None,
                 error: None,
                 fault: None,
                 tolerances: BTreeMap::new(),

@@ -74,6 +74,12 @@ impl OpSpec {
     pub fn param(&self, name: &str) -> Option<&ParamSpec> {
         self.params.iter().find(|p| p.name == name)
     }
+
+    /// The symbol of the kernel a launch runs: the op's own, or for an op a library serves,
+    /// the op's name (a control's planted kernel, see `projection`).
+    pub fn kernel_symbol(&self) -> &'static str {
+        self.symbol.unwrap_or(self.name)
+    }
 }
 
 /// Everything a launcher needs: the backend, the op's module, symbol and parameter values,
@@ -81,7 +87,8 @@ impl OpSpec {
 pub struct OpCall<'a> {
     pub op: &'a OpSpec,
     pub backend: &'a dyn Backend,
-    /// The op's compiled kernel source (none for library ops).
+    /// The op's compiled kernel source: none for a library op, unless a control plants a
+    /// kernel in place of the library call.
     pub module: Option<&'a dyn Module>,
     pub symbols: &'a Symbols,
     pub params: &'a BTreeMap<String, f64>,
@@ -138,13 +145,14 @@ impl OpCall<'_> {
         Ok(KernelArg::I32(v as i32))
     }
 
-    /// Launches the op's kernel through its module.
+    /// Launches the op's kernel through its module. A library op has no kernel of its own;
+    /// a control's kernel for one is named after the op.
     pub fn launch(&self, dims: LaunchDims, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
-        let (Some(module), Some(symbol)) = (self.module, self.op.symbol) else {
+        let Some(module) = self.module else {
             return Err(self.error("no kernel module to launch"));
         };
         let watched: Vec<WatchedTensor> = self.tensors.iter().map(|(name, tensor)| tensor.watched(name)).collect();
-        module.launch_watched(symbol, dims, self.schedule, args, &watched)
+        module.launch_watched(self.op.kernel_symbol(), dims, self.schedule, args, &watched)
     }
 }
 

@@ -329,7 +329,7 @@ fn run(flags: &Flags) -> Result<i32> {
         Event::ContractError(e) => say!("{}", report::contract_error_line(e)),
         Event::NotApplicable { arch, controls } => {
             say!(
-                "{} controls not run on {arch}: their gate does not run here, or they are for another arch (listed in the report)",
+                "{} controls not run on {arch}: their gate does not run here, they are for another arch, or they need --strict-limits (listed in the report)",
                 controls.len()
             )
         }
