@@ -61,7 +61,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, Module, Schedule};
+    use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, Module, Schedule, WatchedTensor};
     use crate::tensor::Tensor;
 
     /// Buffers that are never read, and a BLAS and a module that only note being called.
@@ -117,7 +117,14 @@ mod tests {
         fn source(&self) -> &KernelSource {
             &self.1
         }
-        fn launch(&self, kernel: &str, dims: LaunchDims, _: Schedule, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
+        fn launch_watched(
+            &self,
+            kernel: &str,
+            dims: LaunchDims,
+            _: Schedule,
+            args: &[KernelArg],
+            _: &[WatchedTensor],
+        ) -> Result<LaunchReport, EngineError> {
             self.0.launches.lock().unwrap().push((kernel.to_string(), dims, args.len()));
             Ok(LaunchReport::default())
         }
