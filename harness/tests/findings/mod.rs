@@ -1,7 +1,8 @@
 //! Known findings cover one failure shape, no more: a repository of its own whose
 //! tf_copy_cols kernel writes one element past the output (the guard band, in cases 0, 2 and
-//! 3 of its contract), with a finding per record that covers that failure exactly, or misses
-//! it by tensor, by message, by case or by arch.
+//! 3 of its contract) and reads one past the input (the host's bounds checks), with findings
+//! per record that cover those failures exactly, or miss them by tensor, by message, by case
+//! or by arch.
 
 use crate::{contracts, copy_dir, root};
 
@@ -32,14 +33,19 @@ fn contract() -> String {
     let real = std::fs::read_to_string(root().join("contracts/tf_copy_cols.toml")).unwrap();
     assert!(real.contains("\n[shapes]"));
     let host = format!("host-{}", std::env::consts::ARCH);
-    let guard = "tensor = \"out\"\nmatches = \"guard band written\"";
+    // the output's guard band and the host's bounds check of each tensor name `past the end`
+    let guard = "tensor = \"out\"\nmatches = \"past the end\"";
+    let read = "tensor = \"in\"\nmatches = \"past the end of `in`\"";
     [
         real.replacen("[shapes]", RECORDS, 1),
         finding("f32, leading columns", &host, guard),
+        finding("f32, leading columns", &host, read),
         finding("f16, from column 7", &host, "tensor = \"in\"\nmatches = \"guard band written\""),
         finding("bf16, trailing columns", &host, "tensor = \"out\"\nmatches = \"elements differ\""),
         finding("f32, cases 0 and 2", &host, &format!("{guard}\ncases = [0, 2]")),
+        finding("f32, cases 0 and 2", &host, &format!("{read}\ncases = [0, 2]")),
         finding("f32, cases 0, 2 and 3", &host, &format!("{guard}\ncases = [0, 2, 3]")),
+        finding("f32, cases 0, 2 and 3", &host, &format!("{read}\ncases = [0, 2, 3]")),
         finding("f32, another arch", "sm_90", guard),
     ]
     .concat()
@@ -68,6 +74,7 @@ fn a_finding_covers_only_its_tensor_message_cases_and_arch_and_claims_no_closene
         let l = line(known);
         assert!(l.contains(" pass nonfinite, repeat and shapes with known finding at shapes (out): writes one past the end; "), "{l}");
         assert!(l.contains("out not claimed (known finding)") && !l.contains("exact"), "{l}");
+        assert!(l.contains("shapes (in): writes one past the end"), "{l}");
     }
     let other_tensor = line("f16, from column 7");
     assert!(other_tensor.contains(" FAIL at shapes: ") && other_tensor.contains("not covered by a known finding"), "{other_tensor}");
@@ -79,7 +86,7 @@ fn a_finding_covers_only_its_tensor_message_cases_and_arch_and_claims_no_closene
     );
     let other_case = line("f32, cases 0 and 2");
     assert!(
-        other_case.contains("not covered by a known finding: shapes in case {rows = 5, k = 289, width = 257}: out: guard band written"),
+        other_case.contains("not covered by a known finding: shapes in case {rows = 5, k = 289, width = 257}: "),
         "{other_case}"
     );
     assert!(!other_case.contains("stale"), "{other_case}");
@@ -98,5 +105,5 @@ fn a_finding_covers_only_its_tensor_message_cases_and_arch_and_claims_no_closene
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let outcomes: Vec<&str> = json["records"].as_array().unwrap().iter().map(|r| r["outcome"].as_str().unwrap()).collect();
     assert_eq!(outcomes, ["known_finding", "fail", "fail", "fail", "known_finding", "fail"], "{output}");
-    assert_eq!(json["records"][0]["covered_tensors"], serde_json::json!(["out"]));
+    assert_eq!(json["records"][0]["covered_tensors"], serde_json::json!(["in", "out"]));
 }
