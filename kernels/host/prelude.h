@@ -309,6 +309,37 @@ SIMT_NOSAN static inline unsigned linear_thread(const Block& b, const Fiber* f) 
 
 [[noreturn]] SIMT_NOSAN static void worker_main(void*);
 
+// Every fiber stack region of this module, in an open-addressing table keyed by the region's
+// address, so that the memory checks can tell kernel code on a fiber (where self() finds the
+// scheduler) from anything else (a template of the C++ library that the runtime calls,
+// instrumented because it is compiled here) with one load.
+enum { STACK_TABLE = 1 << 14 };   // slots; at most half of them used (8192 stacks)
+static uintptr_t stack_regions[STACK_TABLE];
+static unsigned stack_region_count;
+static int stack_regions_lock;
+SIMT_NOSAN static inline unsigned stack_slot(uintptr_t region) { return (unsigned)((region / SIMT_STACK) * 0x9e3779b1u) % STACK_TABLE; }
+SIMT_NOSAN static bool publish_stack_regions(uintptr_t base, size_t count) {
+  while (__atomic_exchange_n(&stack_regions_lock, 1, __ATOMIC_ACQUIRE)) {}
+  bool room = stack_region_count + count <= STACK_TABLE / 2;
+  for (size_t i = 0; room && i < count; i++) {
+    uintptr_t region = base + i * SIMT_STACK;
+    unsigned slot = stack_slot(region);
+    while (stack_regions[slot]) slot = (slot + 1) % STACK_TABLE;
+    __atomic_store_n(&stack_regions[slot], region, __ATOMIC_RELEASE);
+    stack_region_count++;
+  }
+  __atomic_store_n(&stack_regions_lock, 0, __ATOMIC_RELEASE);
+  return room;
+}
+SIMT_NOSAN static inline bool on_fiber_stack(uintptr_t sp) {
+  uintptr_t region = sp & ~(uintptr_t)(SIMT_STACK - 1);
+  for (unsigned slot = stack_slot(region);; slot = (slot + 1) % STACK_TABLE) {
+    uintptr_t r = __atomic_load_n(&stack_regions[slot], __ATOMIC_ACQUIRE);
+    if (r == region) return true;
+    if (!r) return false;
+  }
+}
+
 SIMT_NOSAN static Fiber* new_worker(Scheduler* s) {
   Block& b = s->block;
   Fiber* f = s->free_list;
@@ -321,6 +352,7 @@ SIMT_NOSAN static Fiber* new_worker(Scheduler* s) {
     char* base = (char*)(((uintptr_t)raw + size - 1) & ~(uintptr_t)(size - 1));
     if (base > raw) munmap(raw, base - raw);
     if (raw + size > base) munmap(base + count * size, raw + size - base);
+    if (!publish_stack_regions((uintptr_t)base, count)) { munmap(base, count * size); return nullptr; }
     for (size_t i = 0; i < count; i++) {
       mprotect(base + i * size, 4096, PROT_NONE);   // guard page: an overflow faults instead of corrupting
       uintptr_t top = (uintptr_t)(base + (i + 1) * size);
@@ -778,8 +810,12 @@ SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uin
 }
 
 SIMT_NOSAN static inline void check_access(const volatile void* p, size_t bytes, unsigned access, void* ret) {
-  Scheduler* s = tls_scheduler;
-  if (__builtin_expect(!s || !s->checking, 0)) return;
+  // kernel code runs only on fibers, which find their scheduler from their stack (a TLS
+  // lookup would cost as much as the check); anything else is the runtime's own
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (__builtin_expect(!on_fiber_stack(sp), 0)) return;
+  Scheduler* s = self()->scheduler;
+  if (__builtin_expect(!s->checking, 0)) return;
   uintptr_t a = (uintptr_t)p;
   for (unsigned i = 0; i < Scheduler::HITS; i++) {     // in the tensor data of a recent access?
     uintptr_t into = a - s->hit_data[i];
@@ -787,8 +823,8 @@ SIMT_NOSAN static inline void check_access(const volatile void* p, size_t bytes,
   }
   size_t offset = a - (uintptr_t)s->tls_base;
   if (offset < s->tls_size) { shared_access(s, offset, bytes, access, ret); return; }
-  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
   if ((a & ~(uintptr_t)(SIMT_STACK - 1)) == (sp & ~(uintptr_t)(SIMT_STACK - 1))) return;   // the thread's own stack
+  if (a - (uintptr_t)s < sizeof(Scheduler)) return;   // the runtime's block state (warp exchange buffers)
   if (s->config->region_count) region_access(s, a, bytes, access, ret);
 }
 }  // namespace simt
