@@ -63,13 +63,14 @@ impl Tensor {
     }
 
     /// This tensor as a launch's memory checks see it.
-    pub fn watched<'a>(&self, name: &'a str) -> WatchedTensor<'a> {
+    pub fn watched<'a>(&self, name: &'a str, writable: bool) -> WatchedTensor<'a> {
         WatchedTensor {
             name,
             data: self.device_address(),
             bytes: self.bytes() as u64,
             element_bytes: self.dtype.size() as u32,
             guard_bytes: GUARD_BYTES as u64,
+            writable,
         }
     }
 

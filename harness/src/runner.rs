@@ -77,7 +77,7 @@ pub fn launch_schedule(launch: usize, seed: u64) -> Schedule {
 /// the rest read or write what the kernel's shapes do not allow (shapes).
 pub fn gate_of(kind: MemoryFindingKind) -> Gate {
     match kind {
-        MemoryFindingKind::SharedRace => Gate::Repeat,
+        MemoryFindingKind::SharedRace | MemoryFindingKind::GlobalRace => Gate::Repeat,
         _ => Gate::Shapes,
     }
 }

@@ -161,6 +161,8 @@ __simt_trampoline:
 struct simt_region {
   unsigned long long data, bytes, guard;
   unsigned element_bytes, index;    // index: the tensor's place in the caller's table (names live there)
+  unsigned long long* writers;      // an output's last writer per element (see region_write); null: an input
+  unsigned* writer_pcs;             // where each element was last written
 };
 // The first access of one kind of memory finding (by the order this OS thread ran blocks),
 // and how many accesses of that kind there were.
@@ -173,8 +175,12 @@ struct simt_finding {
   unsigned long long pc;            // return address into the module, relative to its load base
   unsigned other_thread, other_write;
   unsigned long long other_pc;      // the earlier access of a race
+  unsigned other_block;             // its block's linear index (a race on a tensor element)
 };
-enum { SIMT_F_OOB_READ, SIMT_F_OOB_WRITE, SIMT_F_SHARED_OOB, SIMT_F_SHARED_UNWRITTEN, SIMT_F_SHARED_RACE, SIMT_F_KINDS };
+enum {
+  SIMT_F_OOB_READ, SIMT_F_OOB_WRITE, SIMT_F_SHARED_OOB, SIMT_F_SHARED_UNWRITTEN, SIMT_F_SHARED_RACE,
+  SIMT_F_INPUT_WRITE, SIMT_F_GLOBAL_RACE, SIMT_F_KINDS
+};
 struct simt_config {
   unsigned grid[3], block[3];
   unsigned long long dynamic_shared;
@@ -258,6 +264,7 @@ struct Block {
   const uint16_t* order;  // linear thread index of each start counter value, or null (0, 1, 2, ...)
   uint16_t order_storage[MAX_THREADS];
   uint32_t first_interval; // the shared-memory interval this block began in
+  uint32_t linear_index;   // the block's index in the grid, x fastest
 };
 
 // The memory checks' shadow of one byte of the module's TLS block.
@@ -286,7 +293,7 @@ struct Scheduler {       // one per OS thread per module, never freed (worker th
   // the tensor data the last checked accesses were in (a kernel reads one tensor and writes
   // another in turn: one entry would thrash)
   enum { HITS = 4 };
-  uintptr_t hit_data[HITS]; size_t hit_bytes[HITS]; unsigned hit_next;
+  uintptr_t hit_data[HITS]; size_t hit_bytes[HITS]; unsigned hit_region[HITS]; unsigned hit_next;
   Block block;
 };
 static thread_local Scheduler* tls_scheduler;
@@ -790,6 +797,39 @@ SIMT_NOSAN __attribute__((noinline)) static void shared_access(Scheduler* s, siz
   }
 }
 
+// A store into a tensor's data: an input must not be written at all; an output element is
+// stamped with its writer (block, thread, barrier interval), and a plain store of another
+// thread with nothing ordering the two (another block, or the same barrier interval) races.
+SIMT_NOSAN __attribute__((noinline)) static void region_write(Scheduler* s, const simt_region& r, uintptr_t a, size_t bytes,
+                                                              unsigned access, void* ret) {
+  if (!r.writers) {
+    record(s, SIMT_F_INPUT_WRITE, r.index, (long long)(a - r.data), bytes, access, ret);
+    return;
+  }
+  Block& b = s->block;
+  const unsigned t = linear_thread(b, self());
+  const unsigned long long who = access == ATOMIC ? 0x7ff : t;   // atomics never race with atomics
+  const unsigned long long stamp = ((unsigned long long)b.linear_index + 1) << 32 | who << 21 | (s->interval & 0x1fffff);
+  const size_t first = (a - r.data) / r.element_bytes, last = (a + bytes - 1 - r.data) / r.element_bytes;
+  for (size_t e = first; e <= last && e < r.bytes / r.element_bytes; e++) {
+    unsigned long long before = __atomic_exchange_n(&r.writers[e], stamp, __ATOMIC_RELAXED);
+    unsigned before_pc = r.writer_pcs[e];
+    r.writer_pcs[e] = pc_offset(ret);
+    if (!before || before == stamp) continue;
+    unsigned long long before_who = (before >> 21) & 0x7ff;
+    bool other_block = (before >> 32) != (stamp >> 32);
+    bool same_interval = (before & 0x1fffff) == (stamp & 0x1fffff);
+    bool both_atomic = before_who == 0x7ff && who == 0x7ff;
+    if (!both_atomic && (other_block || (before_who != who && same_interval))) {
+      simt_finding& f = s->result->findings[SIMT_F_GLOBAL_RACE];
+      record(s, SIMT_F_GLOBAL_RACE, r.index, (long long)(e * r.element_bytes), r.element_bytes, access, ret,
+             (unsigned)before_who, before_who == 0x7ff ? ATOMIC : WRITE, before_pc);
+      if (f.count == 1) f.other_block = (unsigned)(before >> 32) - 1;
+      return;
+    }
+  }
+}
+
 SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uintptr_t a, size_t bytes, unsigned access, void* ret) {
   const simt_config* c = s->config;
   unsigned lo = 0, hi = c->region_count;   // the last region whose guard band starts at or before a
@@ -802,7 +842,8 @@ SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uin
   if (a >= r.data + r.bytes + r.guard) return;                 // beyond its guard: not a tensor's
   if (a >= r.data && a + bytes <= r.data + r.bytes) {          // inside the data: the next access likely is too
     unsigned slot = s->hit_next++ % Scheduler::HITS;
-    s->hit_data[slot] = r.data; s->hit_bytes[slot] = r.bytes;
+    s->hit_data[slot] = r.data; s->hit_bytes[slot] = r.bytes; s->hit_region[slot] = lo - 1;
+    if (access == WRITE || access == ATOMIC) region_write(s, r, a, bytes, access, ret);
     return;
   }
   long long offset = a >= r.data ? (long long)(a - r.data) : -(long long)(r.data - a);
@@ -819,7 +860,10 @@ SIMT_NOSAN static inline void check_access(const volatile void* p, size_t bytes,
   uintptr_t a = (uintptr_t)p;
   for (unsigned i = 0; i < Scheduler::HITS; i++) {     // in the tensor data of a recent access?
     uintptr_t into = a - s->hit_data[i];
-    if (a >= s->hit_data[i] && into < s->hit_bytes[i] && bytes <= s->hit_bytes[i] - into) return;
+    if (a >= s->hit_data[i] && into < s->hit_bytes[i] && bytes <= s->hit_bytes[i] - into) {
+      if (access == WRITE || access == ATOMIC) region_write(s, s->config->regions[s->hit_region[i]], a, bytes, access, ret);
+      return;
+    }
   }
   size_t offset = a - (uintptr_t)s->tls_base;
   if (offset < s->tls_size) { shared_access(s, offset, bytes, access, ret); return; }
@@ -929,6 +973,7 @@ int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, si
     }
     unsigned long long bi = c->block_order ? c->block_order[next] : next;
     b.block_index = uint3{unsigned(bi % c->grid[0]), unsigned((bi / c->grid[0]) % c->grid[1]), unsigned(bi / (1ull * c->grid[0] * c->grid[1]))};
+    b.linear_index = (uint32_t)bi;
     b.switches = b.inactive_reads = 0;
     next++;
     if (c->shared_poison) {   // the extent is cached in the heap-allocated Scheduler: TLS itself gets poisoned

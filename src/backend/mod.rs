@@ -98,6 +98,9 @@ pub struct WatchedTensor<'a> {
     pub bytes: u64,
     pub element_bytes: u32,
     pub guard_bytes: u64,
+    /// An output: the kernel may write it (once per element, or atomically). An input
+    /// written at all is a finding.
+    pub writable: bool,
 }
 
 /// What kind of wrong access a launch made (host backend).
@@ -111,6 +114,11 @@ pub enum MemoryFindingKind {
     SharedOutOfBounds,
     /// A read of shared memory no thread of the block wrote since the block began.
     SharedUnwrittenRead,
+    /// A store into an input tensor.
+    InputWrite,
+    /// Two threads' plain stores to one output element with nothing ordering them: two
+    /// blocks, or two threads of a block in one barrier interval.
+    GlobalRace,
     /// Two threads' accesses to the same shared byte in one barrier interval, one a write.
     SharedRace,
 }

@@ -151,7 +151,11 @@ impl OpCall<'_> {
         let Some(module) = self.module else {
             return Err(self.error("no kernel module to launch"));
         };
-        let watched: Vec<WatchedTensor> = self.tensors.iter().map(|(name, tensor)| tensor.watched(name)).collect();
+        let watched: Vec<WatchedTensor> = self
+            .tensors
+            .iter()
+            .map(|(name, tensor)| tensor.watched(name, self.op.tensor(name).is_none_or(|spec| spec.role == Role::Output)))
+            .collect();
         module.launch_watched(self.op.kernel_symbol(), dims, self.schedule, args, &watched)
     }
 }

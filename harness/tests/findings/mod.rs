@@ -85,10 +85,7 @@ fn a_finding_covers_only_its_tensor_message_cases_and_arch_and_claims_no_closene
         "{other_message}"
     );
     let other_case = line("f32, cases 0 and 2");
-    assert!(
-        other_case.contains("not covered by a known finding: shapes in case {rows = 5, k = 289, width = 257}: "),
-        "{other_case}"
-    );
+    assert!(other_case.contains("not covered by a known finding: shapes in case {rows = 5, k = 289, width = 257}: "), "{other_case}");
     assert!(!other_case.contains("stale"), "{other_case}");
     let other_arch = line("f32, another arch");
     assert!(other_arch.contains(" FAIL at shapes: ") && !other_arch.contains("known finding"), "{other_arch}");

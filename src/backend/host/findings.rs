@@ -115,9 +115,10 @@ fn others(count: u64, what: &str) -> String {
 /// What the finding is about: the tensor, or the shared array.
 pub fn subject(kind: MemoryFindingKind, f: &SimtFinding, tensors: &[WatchedTensor], shared: &SharedLayout) -> String {
     match kind {
-        MemoryFindingKind::OutOfBoundsRead | MemoryFindingKind::OutOfBoundsWrite => {
-            tensors.get(f.place as usize).map_or_else(|| "memory".to_string(), |t| t.name.to_string())
-        }
+        MemoryFindingKind::OutOfBoundsRead
+        | MemoryFindingKind::OutOfBoundsWrite
+        | MemoryFindingKind::InputWrite
+        | MemoryFindingKind::GlobalRace => tensors.get(f.place as usize).map_or_else(|| "memory".to_string(), |t| t.name.to_string()),
         _ => shared_place(f.place, shared, f.access_bytes, 0).0,
     }
 }
@@ -129,7 +130,7 @@ pub fn describe(
     count: u64,
     tensors: &[WatchedTensor],
     shared: &SharedLayout,
-    dynamic_bytes: u64,
+    (dynamic_bytes, grid): (u64, [u32; 3]),
     sites: &FindingSites,
 ) -> String {
     let site = sites.site(f.pc);
@@ -145,6 +146,33 @@ pub fn describe(
                 format!("{} past the end of `{}`", elements(((f.offset - t.bytes as i64) / size + 1) as u64), t.name)
             };
             format!("{verb} {place} at {site} ({}){}", who(f), others(count, accesses))
+        }
+        MemoryFindingKind::InputWrite => {
+            let name = tensors.get(f.place as usize).map_or("an input", |t| t.name);
+            let index = f.offset / tensors.get(f.place as usize).map_or(1, |t| t.element_bytes.max(1)) as i64;
+            format!("wrote `{name}[{index}]`, an input, at {site} ({}){}", who(f), others(count, "writes"))
+        }
+        MemoryFindingKind::GlobalRace => {
+            let name = tensors.get(f.place as usize).map_or("an output", |t| t.name);
+            let index = f.offset / tensors.get(f.place as usize).map_or(1, |t| t.element_bytes.max(1)) as i64;
+            let (gx, gy) = (grid[0].max(1), grid[1].max(1));
+            let b = f.other_block;
+            let earlier = if f.other_thread == 0x7ff {
+                format!("an atomic update in block ({},{},{})", b % gx, (b / gx) % gy, b / (gx * gy))
+            } else {
+                format!("thread {} of block ({},{},{})", f.other_thread, b % gx, (b / gx) % gy, b / (gx * gy))
+            };
+            format!(
+                "race on `{name}[{index}]`: {earlier} wrote it at {}, and thread {} of block ({},{},{}) {} it at {site}, \
+                 with no barrier or order between the two{}",
+                sites.site(f.other_pc),
+                f.thread,
+                f.block[0],
+                f.block[1],
+                f.block[2],
+                if f.write == 2 { "updated (atomically)" } else { "wrote" },
+                others(count, "stores")
+            )
         }
         MemoryFindingKind::SharedOutOfBounds => {
             let (name, what) = shared_place(f.place, shared, f.access_bytes, dynamic_bytes);

@@ -46,6 +46,8 @@ struct SimtRegion {
     guard: u64,
     element_bytes: u32,
     index: u32,
+    writers: *mut u64,
+    writer_pcs: *mut u32,
 }
 
 /// `simt_finding` in the prelude.
@@ -63,15 +65,18 @@ pub(super) struct SimtFinding {
     pub other_thread: u32,
     pub other_write: u32,
     pub other_pc: u64,
+    pub other_block: u32,
 }
 
 /// `SIMT_F_KINDS` in the prelude, in its order.
-pub(super) const FINDING_KINDS: [MemoryFindingKind; 5] = [
+pub(super) const FINDING_KINDS: [MemoryFindingKind; 7] = [
     MemoryFindingKind::OutOfBoundsRead,
     MemoryFindingKind::OutOfBoundsWrite,
     MemoryFindingKind::SharedOutOfBounds,
     MemoryFindingKind::SharedUnwrittenRead,
     MemoryFindingKind::SharedRace,
+    MemoryFindingKind::InputWrite,
+    MemoryFindingKind::GlobalRace,
 ];
 
 /// `simt_shared_var` in the prelude.
@@ -221,15 +226,26 @@ impl Module for HostModule {
             ThreadOrder::Shuffled(seed) => (2, seed),
             ThreadOrder::WarpAhead(seed) => (3, seed),
         };
+        // each output's last writer per element, for the race check of this launch
+        let mut writers: Vec<(Vec<u64>, Vec<u32>)> = tensors
+            .iter()
+            .map(|t| {
+                let elements = if t.writable { (t.bytes / t.element_bytes.max(1) as u64) as usize } else { 0 };
+                (vec![0u64; elements], vec![0u32; elements])
+            })
+            .collect();
         let mut regions: Vec<SimtRegion> = tensors
             .iter()
+            .zip(writers.iter_mut())
             .enumerate()
-            .map(|(index, t)| SimtRegion {
+            .map(|(index, (t, (stamps, pcs)))| SimtRegion {
                 data: t.data,
                 bytes: t.bytes,
                 guard: t.guard_bytes,
-                element_bytes: t.element_bytes,
+                element_bytes: t.element_bytes.max(1),
                 index: index as u32,
+                writers: if t.writable { stamps.as_mut_ptr() } else { std::ptr::null_mut() },
+                writer_pcs: pcs.as_mut_ptr(),
             })
             .collect();
         regions.sort_by_key(|r| r.data);
@@ -269,7 +285,8 @@ impl Module for HostModule {
             let seen: Vec<&SimtFinding> = results.iter().map(|r| &r.findings[k]).filter(|f| f.count > 0).collect();
             let Some(first) = seen.iter().min_by_key(|f| (f.block[2], f.block[1], f.block[0], f.thread)) else { continue };
             let count = seen.iter().map(|f| f.count).sum();
-            let message = findings::describe(*kind, first, count, tensors, &self.shared, dims.dynamic_shared as u64, &self.sites);
+            let message =
+                findings::describe(*kind, first, count, tensors, &self.shared, (dims.dynamic_shared as u64, dims.grid), &self.sites);
             let subject = findings::subject(*kind, first, tensors, &self.shared);
             report.findings.push(MemoryFinding { kind: *kind, subject, count, message });
         }

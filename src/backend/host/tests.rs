@@ -285,6 +285,9 @@ const MEMCHECK: &[&str] = &[
     "warp_ordered",
     "shared_atomics",
     "dynamic_overrun",
+    "writes_input",
+    "every_lane_stores",
+    "atomic_total",
 ];
 
 /// Launches `kernel` over x (64 floats) and y (64 floats) with both watched, in every thread
@@ -294,7 +297,7 @@ fn findings_of(m: &dyn Module, kernel: &str, dynamic_shared: u32, with_n: bool) 
     let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
     let input = tensor(&backend, DType::F32, &x);
     let out = Tensor::allocate(&backend, DType::F32, &[64]).unwrap();
-    let watched = [input.watched("x"), out.watched("y")];
+    let watched = [input.watched("x", false), out.watched("y", true)];
     let mut args = vec![ptr(&input), ptr(&out)];
     if with_n {
         args.push(KernelArg::I32(64));
@@ -389,7 +392,7 @@ fn correct_kernels_have_no_findings_in_any_thread_order() {
         assert_eq!(launch, vec![]);
     }
     let out = Tensor::allocate(&backend, DType::I32, &[4]).unwrap();
-    let report = m.launch_watched("shared_atomics", dims(4, 128), Schedule::default(), &[ptr(&out)], &[out.watched("out")]).unwrap();
+    let report = m.launch_watched("shared_atomics", dims(4, 128), Schedule::default(), &[ptr(&out)], &[out.watched("out", true)]).unwrap();
     assert_eq!(report.findings, vec![]);
     assert_eq!(read::<i32>(&out), vec![128; 4]);
     let semantics = module(&backend, "semantics.hip", SEMANTICS);
@@ -399,8 +402,31 @@ fn correct_kernels_have_no_findings_in_any_thread_order() {
     for thread_order in [ThreadOrder::Forward, ThreadOrder::Reversed, ThreadOrder::Shuffled(9), ThreadOrder::WarpAhead(2)] {
         let schedule = Schedule { thread_order, shared_poison: Some(0xff), ..Schedule::default() };
         let args = [ptr(&input), ptr(&sums), KernelArg::I32(x.len() as i32)];
-        let report =
-            semantics.launch_watched("block_sum", dims(300, 256), schedule, &args, &[input.watched("x"), sums.watched("out")]).unwrap();
+        let report = semantics
+            .launch_watched("block_sum", dims(300, 256), schedule, &args, &[input.watched("x", false), sums.watched("out", true)])
+            .unwrap();
         assert_eq!(report.findings, vec![], "{thread_order:?}");
+    }
+}
+
+#[test]
+fn stores_into_an_input_and_unordered_stores_to_one_output_element_are_named() {
+    use crate::backend::MemoryFindingKind::*;
+    let backend = backend_with(1);
+    let m = module(&backend, "memcheck.hip", MEMCHECK);
+    let input = only_finding(&findings_of(m.as_ref(), "writes_input", 0, false), InputWrite);
+    assert!(
+        input.starts_with(
+            "wrote `x[0]`, an input, at src/backend/host/test_kernels/memcheck.hip:68 (block (0,0,0), thread 0); 64 such writes in all"
+        ),
+        "{input}"
+    );
+    let race = only_finding(&findings_of(m.as_ref(), "every_lane_stores", 0, false), GlobalRace);
+    // the lanes leave the last shuffle in wake order: which two meet first varies
+    assert!(race.starts_with("race on `y[0]`: thread "), "{race}");
+    assert!(race.contains(" of block (0,0,0) wrote it at src/backend/host/test_kernels/memcheck.hip:76, and thread "), "{race}");
+    assert!(race.ends_with(" with no barrier or order between the two; 62 such stores in all"), "{race}");
+    for launch in findings_of(m.as_ref(), "atomic_total", 0, false) {
+        assert_eq!(launch, vec![]);
     }
 }

@@ -62,3 +62,20 @@ extern "C" __global__ void dynamic_overrun(const float* x, float* y) {
   __syncthreads();
   y[t] = pool[t + 1];   // the last thread reads past the launch's dynamic bytes
 }
+
+extern "C" __global__ void writes_input(float* x, float* y) {
+  unsigned t = threadIdx.x;
+  x[t] += 0.0f;   // the same value back into an input (but for -0): a write all the same
+  y[t] = x[t];
+}
+
+extern "C" __global__ void every_lane_stores(const float* x, float* y) {
+  unsigned t = threadIdx.x;
+  float v = x[t];
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor(v, offset);
+  y[t / 32] = v;   // every lane stores its warp's sum: the same value, from 32 threads
+}
+
+extern "C" __global__ void atomic_total(const float* x, float* y) {
+  atomicAdd(&y[0], x[threadIdx.x]);   // every block adds into one element: atomics do not race
+}
