@@ -527,6 +527,11 @@ mod tests {
         let ids: Vec<i32> = ids.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(ids, GOLDEN_IDS);
         assert_eq!(tensor_seed(1, "tf_embed_dense", "table", 2), GOLDEN_TENSOR_SEED);
+        // the seeded modifiers: values near the max, a band, and where -inf lands
+        let spec = InputSpec::parse("normal(0, 1) | near_max_row(0) | band_row(1, -3, 5) | nonfinite").unwrap();
+        let planted = spec.generate(DType::F32, &[3, 4], 42, &Symbols::new()).unwrap();
+        let bits: Vec<u32> = planted.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(bits, GOLDEN_MODIFIED_F32_BITS);
     }
 
     const GOLDEN_U64: [u64; 3] = [13679457532755275413, 2949826092126892291, 5139283748462763858];
@@ -534,6 +539,10 @@ mod tests {
     const GOLDEN_UNIFORM_BF16_BYTES: [u8; 8] = [226, 190, 247, 191, 205, 63, 170, 62];
     const GOLDEN_IDS: [i32; 4] = [682, 750, 265, 784];
     const GOLDEN_TENSOR_SEED: u64 = 16434049013277771555;
+    const GOLDEN_MODIFIED_F32_BITS: [u32; 12] = [
+        0x7fffffff, 0xff7c6f9e, 0x7f7f02c2, 0xff795f78, 0x3f6d6188, 0xff800000, 0xc026335e, 0x401c429a, 0xbeae9947, 0x3e82f6f8, 0xbfb26e58,
+        0x7f800000,
+    ];
 
     #[test]
     fn generators_parse_and_refuse() {
