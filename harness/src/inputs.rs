@@ -99,7 +99,8 @@ pub enum Modifier {
     SubnormalRow(Row),
     /// Row i in the top 1/32 of the type's finite range, each element keeping its sign.
     NearMaxRow(Row),
-    /// Row i uniform in [low, high), clamped to the type's finite range.
+    /// Row i uniform in [low, high) (whole numbers under an `int` generator, so exact ties
+    /// and boundaries such as 65520 occur), clamped to the type's finite range.
     BandRow(Row, f64, f64),
     /// Row i sorted ascending (or descending): every chunk of it holds its largest element
     /// last (or first), and every element past a chunk is larger (or smaller) than the chunk.
@@ -335,7 +336,12 @@ impl Modifier {
             Modifier::BandRow(r, low, high) => {
                 let max = limits.map_or(f64::MAX, |(max, _, _)| max);
                 for i in t.row(*r)? {
-                    t.set(i, (low + (high - low) * stream.next_unit()).clamp(-max, max));
+                    let value = if generator.is_integer() {
+                        stream.next_int(low.ceil() as i64, high.ceil() as i64) as f64
+                    } else {
+                        low + (high - low) * stream.next_unit()
+                    };
+                    t.set(i, value.clamp(-max, max));
                 }
             }
             Modifier::SortedRow(r, ascending) => {
@@ -598,6 +604,8 @@ mod tests {
         assert!(v[..4].iter().all(|x| x.is_subnormal() || *x == 0.0), "{v:?}");
         assert!(v[4..8].iter().all(|x| x.abs() >= f32::MAX * (1.0 - 1.0 / 32.0) && x.is_finite()), "{v:?}");
         assert!(v[8..].iter().all(|x| *x == f32::MAX), "clamped to the largest finite: {v:?}");
+        let whole = f32s(&planted("int(0, 9) | band_row(0, 65000, 66000)", DType::F32, &[1, 64]));
+        assert!(whole.iter().all(|x| x.fract() == 0.0 && (65000.0..66000.0).contains(x)), "{whole:?}");
         let h = planted("normal(0, 1) | fill_row(0, max) | fill_row(1, tiny)", DType::F16, &[2, 2]);
         assert_eq!(h, [0xff, 0x7b, 0xff, 0x7b, 0x01, 0x00, 0x01, 0x00]);
         let zeros = planted("int(-2, 3) | negative_row(0)", DType::I32, &[1, 64]);
