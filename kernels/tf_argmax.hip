@@ -1,9 +1,12 @@
-// The index of the largest logit of each vocabulary row; ties go to the lowest index.
+// The index of the largest logit of each vocabulary row; ties go to the lowest index; NaN
+// logits are left out (a row of NaN alone gives 0), infinities count as values.
 // Logits in f32, f16 or bf16; the index as i32. One block of 256 threads per row: each
-// thread scans its strided columns in order (a strictly larger value replaces, so its
-// first maximum stays), then (value, index) pairs are reduced with a warp shuffle
-// butterfly and across warps through shared memory, each step keeping the larger value
-// and, on equal values, the lower index, so the order of the steps does not matter.
+// thread scans its strided columns in order from (-inf, no index) (a strictly larger value
+// replaces, so its first maximum stays; the first -inf is taken too, so a row of -inf has
+// an answer), then (value, index) pairs are reduced with a warp shuffle butterfly and
+// across warps through shared memory, each step keeping the larger value and, on equal
+// values, the lower index, so the order of the steps does not matter. A NaN never compares
+// larger or equal, so it is never taken.
 #include "common.h"
 
 #define TF_ARGMAX_THREADS 256
@@ -26,13 +29,9 @@ extern "C" __global__ void tf_argmax(const void* logits, int kind, int vocab, in
 
   float value = -INFINITY;
   int index = TF_ARGMAX_NONE;
-  if (t < vocab) {
-    value = tf_load(logits, kind, base + t);
-    index = t;
-  }
-  for (int j = t + TF_ARGMAX_THREADS; j < vocab; j += TF_ARGMAX_THREADS) {
+  for (int j = t; j < vocab; j += TF_ARGMAX_THREADS) {
     float x = tf_load(logits, kind, base + j);
-    if (x > value) {
+    if (x > value || (x == value && index == TF_ARGMAX_NONE)) {
       value = x;
       index = j;
     }
@@ -49,6 +48,6 @@ extern "C" __global__ void tf_argmax(const void* logits, int kind, int vocab, in
   __syncthreads();
   if (t == 0) {
     for (int w = 1; w < TF_ARGMAX_WARPS; w++) tf_argmax_take(&value, &index, warp_value[w], warp_index[w]);
-    out[row] = index;
+    out[row] = index == TF_ARGMAX_NONE ? 0 : index;
   }
 }

@@ -20,6 +20,10 @@ use crate::tolerance::Tolerance;
 /// A tensor larger than this is refused before anything is allocated.
 pub const MAX_TENSOR_BYTES: usize = 1 << 30;
 
+/// The cap of a GPU-only case (`gpu_only = "why"`): large enough for element offsets past
+/// 2^31 in f32, which is what such a case is for.
+pub const MAX_GPU_ONLY_TENSOR_BYTES: usize = 1 << 34;
+
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{file}:{line}: `{key}`: {message}")]
 pub struct ContractError {
@@ -46,6 +50,43 @@ pub struct Contract {
     pub limits: BTreeMap<String, Limits>,
     /// `timeout_seconds`: each record's time limit, where the contract sets one.
     pub timeout_seconds: Option<u64>,
+    /// `[nonfinite]`: what the op does with NaN and infinite inputs.
+    pub nonfinite: NonfinitePolicy,
+}
+
+/// What an op does with NaN and infinite inputs, as its contract states and gate 1 checks on
+/// copies of the cases with NaN and infinities planted in every float input.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NonfinitePolicy {
+    /// The outputs are non-finite exactly where the oracle's are on the planted inputs (IEEE
+    /// arithmetic in f64), and within tolerance of it elsewhere.
+    Propagate,
+    /// The outputs are the oracle's on the inputs with the NaNs left out (infinities stay, as
+    /// values); only for an oracle that defines that.
+    Ignore,
+    /// Nothing is said about the values (the reason says why): the planted cases still run
+    /// under the repeat gate, the guard bands and the input check, and must not crash.
+    Unspecified(String),
+}
+
+impl NonfinitePolicy {
+    pub fn name(&self) -> &'static str {
+        match self {
+            NonfinitePolicy::Propagate => "propagate",
+            NonfinitePolicy::Ignore => "ignore",
+            NonfinitePolicy::Unspecified(_) => "unspecified",
+        }
+    }
+}
+
+/// One output's tolerance in one record, and where the contract gives it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    pub tolerance: Tolerance,
+    pub reason: Option<String>,
+    /// `reference.tolerance` or `record[1].tolerance.out`, and its line, for errors found later.
+    pub key: String,
+    pub line: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -54,7 +95,7 @@ pub struct Record {
     /// A dtype for every tensor of the op.
     pub dtypes: BTreeMap<String, DType>,
     /// The tolerance of every output, with its reason.
-    pub tolerances: BTreeMap<String, (Tolerance, Option<String>)>,
+    pub tolerances: BTreeMap<String, Bound>,
     /// Every parameter of the op: the record's, else the contract's, else the op's default.
     pub params: BTreeMap<String, f64>,
 }
@@ -64,6 +105,9 @@ pub struct Case {
     pub symbols: Symbols,
     /// Each tensor's shape for this case.
     pub shapes: BTreeMap<String, Vec<usize>>,
+    /// `gpu_only = "why"`: the host lists the case as not run, with this reason (a case whose
+    /// element offsets pass 2^31 needs more memory than a host run should take).
+    pub gpu_only: Option<String>,
 }
 
 impl Case {
@@ -122,6 +166,14 @@ struct RawContract {
     #[serde(default)]
     limits: BTreeMap<String, Spanned<toml::Table>>,
     timeout_seconds: Option<Spanned<i64>>,
+    nonfinite: Option<Spanned<RawNonfinite>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNonfinite {
+    policy: Spanned<String>,
+    reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -142,8 +194,8 @@ struct RawShapes {
     cases: Spanned<Vec<RawCase>>,
 }
 
-/// `{ rows = 4, k = 64 }`
-type RawCase = Spanned<BTreeMap<String, Spanned<i64>>>;
+/// `{ rows = 4, k = 64 }`, and `gpu_only = "why"` in a case only a GPU runs
+type RawCase = Spanned<BTreeMap<String, Spanned<toml::Value>>>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -316,6 +368,14 @@ impl Contract {
                 Some(t) => tolerances(&source, &key, t, r.reason.as_deref(), &outputs, Some(&default_tolerances))?,
                 None => default_tolerances.clone(),
             };
+            for (output, bound) in &tolerances {
+                bound.tolerance.check_for(dtypes[output]).map_err(|e| ContractError {
+                    file: file.to_string(),
+                    line: bound.line,
+                    key: bound.key.clone(),
+                    message: format!("record `{name}`, output `{output}`: {e}"),
+                })?;
+            }
             let mut params = BTreeMap::new();
             for spec in op.params {
                 let (value, at, pkey) = match (r.params.get(spec.name), raw.params.get(spec.name)) {
@@ -372,7 +432,24 @@ impl Contract {
             let key = format!("shapes.cases[{i}]");
             let at = case.span().start;
             let mut symbols = Symbols::new();
-            for (name, value) in case.get_ref() {
+            let mut gpu_only = None;
+            for (name, spanned) in case.get_ref() {
+                let vkey = format!("{key}.{name}");
+                if name == "gpu_only" {
+                    let why = spanned.get_ref().as_str().map(str::trim).filter(|w| !w.is_empty() && !w.contains('\n'));
+                    let why = why.ok_or_else(|| {
+                        source.error(spanned.span().start, &vkey, "`gpu_only` says in one line why only a GPU runs the case")
+                    })?;
+                    gpu_only = Some(why.to_string());
+                    continue;
+                }
+                let value = match spanned.get_ref() {
+                    toml::Value::Integer(v) => Spanned::new(spanned.span(), *v),
+                    other => {
+                        let message = format!("invalid type: {} {other}, expected i64", other.type_str());
+                        return Err(source.error(spanned.span().start, &vkey, message));
+                    }
+                };
                 if !op.symbols.contains(&name.as_str()) {
                     return Err(source.error(
                         value.span().start,
@@ -402,19 +479,19 @@ impl Contract {
                 let bytes = dims
                     .iter()
                     .try_fold(op.tensor(name).unwrap().dtypes.iter().map(|d| d.size()).max().unwrap_or(1), |a, d| a.checked_mul(*d));
+                let cap = if gpu_only.is_some() { MAX_GPU_ONLY_TENSOR_BYTES } else { MAX_TENSOR_BYTES };
                 match bytes {
-                    Some(b) if b <= MAX_TENSOR_BYTES => {}
+                    Some(b) if b <= cap => {}
                     _ => {
-                        return Err(source.error(
-                            at,
-                            &key,
-                            format!("tensor `{name}` of shape {dims:?} is over the {} MiB cap", MAX_TENSOR_BYTES >> 20),
-                        ));
+                        return Err(source.error(at, &key, format!("tensor `{name}` of shape {dims:?} is over the {} MiB cap", cap >> 20)));
                     }
                 }
                 tensor_shapes.insert(name.to_string(), dims);
             }
-            cases.push(Case { symbols, shapes: tensor_shapes });
+            cases.push(Case { symbols, shapes: tensor_shapes, gpu_only });
+        }
+        if cases.iter().all(|c| c.gpu_only.is_some()) {
+            return Err(source.error(raw.shapes.cases.span().start, "shapes.cases", "every case is GPU-only: the host would run nothing"));
         }
 
         // inputs: a generator for every input tensor, none for anything else
@@ -462,8 +539,10 @@ impl Contract {
         }
 
         let timeout_seconds = raw.timeout_seconds.as_ref().map(|t| timeout(&source, t)).transpose()?;
+        let nonfinite = nonfinite_policy(&source, raw.nonfinite.as_ref(), raw.reference.oracle.get_ref())?;
 
         Ok(Contract {
+            nonfinite,
             file: file.to_string(),
             limits,
             timeout_seconds,
@@ -566,6 +645,34 @@ fn finding(
     })
 }
 
+/// `[nonfinite]`: `policy = "propagate"`, `"ignore"` (where the oracle defines its value with
+/// NaN left out) or `"unspecified"` with a `reason`. Every contract states one.
+fn nonfinite_policy(source: &Source, raw: Option<&Spanned<RawNonfinite>>, oracle: &str) -> Result<NonfinitePolicy, ContractError> {
+    let Some(raw) = raw else {
+        return Err(source.error(
+            0,
+            "nonfinite",
+            "no policy for non-finite inputs: add [nonfinite] with policy = \"propagate\", \"ignore\" or \"unspecified\" (with a reason)",
+        ));
+    };
+    let (policy, at) = (raw.get_ref().policy.get_ref().as_str(), raw.get_ref().policy.span().start);
+    let reason = raw.get_ref().reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+    match policy {
+        "propagate" => Ok(NonfinitePolicy::Propagate),
+        "ignore" if oracle::ignores_nan(oracle) => Ok(NonfinitePolicy::Ignore),
+        "ignore" => Err(source.error(
+            at,
+            "nonfinite.policy",
+            format!("oracle `{oracle}` does not define its value with NaN inputs left out: use propagate or unspecified"),
+        )),
+        "unspecified" => match reason {
+            Some(r) => Ok(NonfinitePolicy::Unspecified(r.to_string())),
+            None => Err(source.error(at, "nonfinite.policy", "`unspecified` needs a stated reason: add `reason = \"...\"` to [nonfinite]")),
+        },
+        other => Err(source.error(at, "nonfinite.policy", format!("unknown policy `{other}` (propagate, ignore, unspecified)"))),
+    }
+}
+
 /// A record's time limit: whole seconds, at least 1, at most a day.
 fn timeout(source: &Source, value: &Spanned<i64>) -> Result<u64, ContractError> {
     match *value.get_ref() {
@@ -610,7 +717,7 @@ fn parse_limits(source: &Source, arch: &str, table: &Spanned<toml::Table>) -> Re
     Ok(limits)
 }
 
-type ToleranceMap = BTreeMap<String, (Tolerance, Option<String>)>;
+type ToleranceMap = BTreeMap<String, Bound>;
 
 fn tolerances(
     source: &Source,
@@ -623,12 +730,17 @@ fn tolerances(
     let at = raw.span().start;
     let key = format!("{table}.tolerance");
     let reason = reason.map(str::trim).filter(|r| !r.is_empty()).map(str::to_string);
-    let parse = |text: &str, key: &str| -> Result<(Tolerance, Option<String>), ContractError> {
+    let parse = |text: &str, key: &str| -> Result<Bound, ContractError> {
         let t = Tolerance::parse(text).map_err(|e| source.error(at, key, e))?;
         if t.needs_reason() && reason.is_none() {
-            return Err(source.error(at, key, format!("`{text}` needs a stated reason: add `reason = \"...\"` to [{table}]")));
+            let loose = if matches!(t, Tolerance::Ulp(_)) {
+                format!(" (more than {} ulp is loose)", crate::tolerance::LOOSE_ULP)
+            } else {
+                String::new()
+            };
+            return Err(source.error(at, key, format!("`{text}` needs a stated reason{loose}: add `reason = \"...\"` to [{table}]")));
         }
-        Ok((t, reason.clone()))
+        Ok(Bound { tolerance: t, reason: reason.clone(), key: key.to_string(), line: source.line_of(at) })
     };
     let mut map = ToleranceMap::new();
     match raw.get_ref() {
@@ -866,6 +978,9 @@ cases = [ { n = 1, k = 64, vocab = 16 } ]
 table = "normal(0, 1)"
 ids = "int(0, vocab)"
 
+[nonfinite]
+policy = "propagate"
+
 [reference]
 oracle = "gather_rows"
 tolerance = "exact"
@@ -911,6 +1026,57 @@ tolerance = "exact"
         let e = error(&GOOD.replace("int(0, vocab)", "int(0, vocabulary)"));
         assert_eq!((e.line, e.key.as_str()), (13, "inputs.ids"));
         assert!(e.message.contains("undefined shape symbol `vocabulary`"), "{e}");
+    }
+
+    #[test]
+    fn every_contract_states_its_policy_for_non_finite_inputs() {
+        let c = Contract::parse("contracts/good.toml", GOOD).unwrap();
+        assert_eq!(c.nonfinite, NonfinitePolicy::Propagate);
+        let e = error(&GOOD.replace("[nonfinite]\npolicy = \"propagate\"\n", ""));
+        assert_eq!((e.line, e.key.as_str()), (1, "nonfinite"), "{e}");
+        assert!(e.message.contains("no policy for non-finite inputs"), "{e}");
+        let e = error(&GOOD.replace("policy = \"propagate\"", "policy = \"unspecified\""));
+        assert_eq!((e.line, e.key.as_str()), (16, "nonfinite.policy"), "{e}");
+        assert!(e.message.contains("needs a stated reason"), "{e}");
+        let unspecified = GOOD.replace("policy = \"propagate\"", "policy = \"unspecified\"\nreason = \"a library's\"");
+        assert_eq!(Contract::parse("c.toml", &unspecified).unwrap().nonfinite, NonfinitePolicy::Unspecified("a library's".into()));
+        let e = error(&GOOD.replace("policy = \"propagate\"", "policy = \"ignore\""));
+        assert!(e.message.contains("oracle `gather_rows` does not define its value with NaN inputs left out"), "{e}");
+        let e = error(&GOOD.replace("policy = \"propagate\"", "policy = \"clamp\""));
+        assert!(e.message.contains("unknown policy `clamp`"), "{e}");
+    }
+
+    #[test]
+    fn a_gpu_only_case_says_why_and_may_pass_the_host_cap() {
+        let big = GOOD.replace(
+            "cases = [ { n = 1, k = 64, vocab = 16 } ]",
+            "cases = [ { n = 1, k = 64, vocab = 16 }, { n = 1, k = 4096, vocab = 600000, gpu_only = \"offsets past 2^31\" } ]",
+        );
+        let c = Contract::parse("contracts/good.toml", &big).unwrap();
+        assert_eq!((c.cases[0].gpu_only.as_deref(), c.cases[1].gpu_only.as_deref()), (None, Some("offsets past 2^31")));
+        let e = error(&big.replace(", gpu_only = \"offsets past 2^31\"", ""));
+        assert!(e.message.contains("over the 1024 MiB cap"), "{e}");
+        let e = error(&big.replace("\"offsets past 2^31\"", "true"));
+        assert_eq!((e.line, e.key.as_str()), (9, "shapes.cases[1].gpu_only"), "{e}");
+        let e = error(&GOOD.replace("vocab = 16 }", "vocab = 16, gpu_only = \"why\" }"));
+        assert!(e.message.contains("every case is GPU-only"), "{e}");
+        let e = error(&GOOD.replace("k = 64", "k = 64.5"));
+        assert_eq!(e.key, "shapes.cases[0].k", "{e}");
+        assert!(e.message.contains("invalid type: float 64.5, expected i64"), "{e}");
+    }
+
+    #[test]
+    fn a_tolerance_is_checked_against_each_records_output_type() {
+        let e = error(&GOOD.replace("tolerance = \"exact\"", "tolerance = \"ulp(100)\""));
+        assert_eq!((e.line, e.key.as_str()), (20, "reference.tolerance"), "{e}");
+        assert!(e.message.contains("needs a stated reason (more than 64 ulp is loose)"), "{e}");
+        let bf16 = GOOD
+            .replace("out = \"f32\"", "out = \"bf16\"")
+            .replace("tolerance = \"exact\"", "tolerance = \"ulp(1000000)\"\nreason = \"r\"");
+        let e = error(&bf16);
+        assert_eq!((e.line, e.key.as_str()), (20, "reference.tolerance"), "{e}");
+        assert!(e.message.contains("record `fp32 table, f32 out`, output `out`: ulp(1000000) means nothing for bf16"), "{e}");
+        assert!(Contract::parse("c.toml", &bf16.replace("ulp(1000000)", "ulp(100)")).is_ok());
     }
 
     #[test]

@@ -18,14 +18,16 @@ pub struct Failure {
     pub message: String,
 }
 
-/// Gate 1: every element of a float output is finite.
-pub fn nonfinite(dtype: DType, shape: &[usize], bytes: &[u8]) -> Option<Failure> {
+/// Gate 1 on finite inputs: every element of a float output is finite, except where the
+/// oracle's value overflows the output type (whether that is the right infinity is gate 3's).
+pub fn nonfinite(dtype: DType, shape: &[usize], bytes: &[u8], want: &[f64]) -> Option<Failure> {
     if !dtype.is_float() {
         return None;
     }
     let size = dtype.size();
     let total = bytes.len() / size;
-    let bad: Vec<usize> = (0..total).filter(|i| !dtype.decode(&bytes[i * size..]).is_finite()).collect();
+    let overflows = |i: usize| !round_to(dtype, want[i]).is_finite();
+    let bad: Vec<usize> = (0..total).filter(|&i| !dtype.decode(&bytes[i * size..]).is_finite() && !overflows(i)).collect();
     let first = *bad.first()?;
     let v = dtype.decode(&bytes[first * size..]);
     Some(Failure {
@@ -106,14 +108,17 @@ pub fn compare(dtype: DType, shape: &[usize], got: &[u8], want: &[f64], toleranc
     let mut abs_sum = 0.0;
     for (i, &w) in want.iter().enumerate() {
         let g = dtype.decode(&got[i * size..]);
-        let error = (g - w).abs();
+        // an overflow to the oracle's own infinity is no error
+        let error = if g.is_infinite() && g == round_to(dtype, w) { 0.0 } else { (g - w).abs() };
         if error.is_finite() {
             abs_sum += error;
             metrics.max_abs_error = metrics.max_abs_error.max(error);
         } else if !(g.is_nan() && w.is_nan()) {
             metrics.max_abs_error = f64::INFINITY;
         }
-        metrics.max_ulp = metrics.max_ulp.max(ulp_distance(dtype, g, round_to(dtype, w)));
+        // a NaN where the oracle has one is no distance (ulp_distance counts any NaN as the most)
+        let ulp = if g.is_nan() && w.is_nan() { 0 } else { ulp_distance(dtype, g, round_to(dtype, w)) };
+        metrics.max_ulp = metrics.max_ulp.max(ulp);
         if !tolerance.accepts(dtype, g, w) {
             metrics.mismatches += 1;
             first.get_or_insert(i);
@@ -150,10 +155,15 @@ mod tests {
     #[test]
     fn nonfinite_names_the_first_element_and_counts() {
         let bytes = f32_bytes(&[1.0, f32::INFINITY, 2.0, f32::NAN]);
-        let f = nonfinite(DType::F32, &[2, 2], &bytes).unwrap();
+        let want = [1.0; 4];
+        let f = nonfinite(DType::F32, &[2, 2], &bytes, &want).unwrap();
         assert_eq!((f.count, f.first.clone()), (2, Some(vec![0, 1])));
         assert_eq!(f.message, "2 of 4 elements are not finite, first [0, 1]: inf (0x7f800000)");
-        assert!(nonfinite(DType::F32, &[4], &f32_bytes(&[1.0; 4])).is_none());
+        assert!(nonfinite(DType::F32, &[4], &f32_bytes(&[1.0; 4]), &want).is_none());
+        // where the oracle overflows the output type, an infinity is not gate 1's to refuse
+        let f16: Vec<u8> = [0x7c00u16, 0x3c00].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert!(nonfinite(DType::F16, &[2], &f16, &[70000.0, 1.0]).is_none());
+        assert!(nonfinite(DType::F16, &[2], &f16, &[60000.0, 1.0]).is_some());
     }
 
     #[test]
@@ -181,5 +191,16 @@ mod tests {
         let (metrics, f) = compare(DType::Bf16, &[2], &got[2..], &[1.0], &Tolerance::Exact);
         assert!(f.is_none());
         assert_eq!(metrics.max_ulp, 0);
+    }
+
+    #[test]
+    fn compare_holds_planted_outputs_to_the_oracles_nan_and_infinities() {
+        let t = Tolerance::Relative { rtol: 1e-6, atol: 0.0 };
+        let want = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.0];
+        let (metrics, f) = compare(DType::F32, &[4], &f32_bytes(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.0]), &want, &t);
+        assert!(f.is_none() && metrics.max_abs_error == 0.0 && metrics.max_ulp == 0, "{metrics:?}");
+        // a NaN turned into 0, and an infinity turned into NaN, are both red
+        let (metrics, f) = compare(DType::F32, &[4], &f32_bytes(&[0.0, f32::NAN, f32::NEG_INFINITY, 1.0]), &want, &t);
+        assert_eq!((metrics.mismatches, f.unwrap().first), (2, Some(vec![0])));
     }
 }

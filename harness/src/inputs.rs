@@ -63,14 +63,57 @@ pub struct InputSpec {
     pub modifiers: Vec<Modifier>,
 }
 
+/// A row of the first axis: by index, or the tensor's last (`last`), which every case has.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Row {
+    Index(usize),
+    Last,
+}
+
+/// A value `fill_row` writes: a number, or one the tensor's type decides.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fill {
+    Number(f64),
+    /// The largest finite value of the type (`max`), or its negative (`-max`).
+    Max {
+        negative: bool,
+    },
+    /// The smallest positive subnormal of the type (`tiny`).
+    Tiny,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Modifier {
     /// Row i (along the first axis) is all zeros.
-    ZeroRow(usize),
+    ZeroRow(Row),
     /// The first element is the range's low end and the last its high end (`int` only).
     Edges,
     /// Every element of row i is multiplied by s (large magnitudes in one row).
-    ScaleRow(usize, f64),
+    ScaleRow(Row, f64),
+    /// Every element of row i is one value (`-0`, `max`, `tiny`, a number).
+    FillRow(Row, Fill),
+    /// Every element of row i is minus its magnitude, a zero becoming -1: a strictly negative
+    /// row, where a max that starts at 0 instead of -inf shows.
+    NegativeRow(Row),
+    /// Row i times 2^-3 of the type's smallest normal: magnitudes below 8 become subnormal.
+    SubnormalRow(Row),
+    /// Row i in the top 1/32 of the type's finite range, each element keeping its sign.
+    NearMaxRow(Row),
+    /// Row i uniform in [low, high) (whole numbers under an `int` generator, so exact ties
+    /// and boundaries such as 65520 occur), clamped to the type's finite range.
+    BandRow(Row, f64, f64),
+    /// Row i sorted ascending (or descending): every chunk of it holds its largest element
+    /// last (or first), and every element past a chunk is larger (or smaller) than the chunk.
+    SortedRow(Row, bool),
+    /// Every odd element repeats the even one before it: adjacent duplicates (ties).
+    Ties,
+    /// In every chunk of `n` elements of every row (the whole row without `n`), the largest
+    /// (or smallest) element is swapped into the chunk's last place.
+    ExtremeLast { largest: bool, chunk: Option<Expr> },
+    /// A NaN (every payload bit set) at the first element, +Inf at the last and -Inf at a
+    /// seeded element between them: the non-finite gate's planted inputs. A loop that skips
+    /// its first or last element, or lets a NaN stand for a value, misses one of them.
+    NonFinite,
 }
 
 impl InputSpec {
@@ -79,68 +122,283 @@ impl InputSpec {
         let generator = Generator::parse(parts.next().unwrap_or(""))?;
         let mut modifiers = Vec::new();
         for part in parts {
-            let part = part.trim();
-            let (name, args) = match part.split_once('(') {
-                Some((name, rest)) => {
-                    let inner = rest.strip_suffix(')').ok_or_else(|| format!("`{part}`: missing `)`"))?;
-                    (name.trim(), inner.split(',').map(str::trim).filter(|a| !a.is_empty()).collect::<Vec<_>>())
-                }
-                None => (part, Vec::new()),
-            };
-            let index = |a: &str| a.parse::<usize>().map_err(|_| format!("`{part}`: `{a}` is not a row index"));
-            let modifier = match (name, args.as_slice()) {
-                ("zero_row", [i]) => Modifier::ZeroRow(index(i)?),
-                ("scale_row", [i, s]) => Modifier::ScaleRow(
-                    index(i)?,
-                    s.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| format!("`{part}`: `{s}` is not a finite number"))?,
-                ),
-                ("edges", []) if generator.is_integer() => Modifier::Edges,
-                ("edges", []) => return Err(format!("`{part}` applies to int(...) inputs only")),
-                _ => return Err(format!("unknown modifier `{part}` (zero_row(i), scale_row(i, s), edges)")),
-            };
-            modifiers.push(modifier);
+            modifiers.push(Modifier::parse(part.trim(), &generator)?);
         }
         Ok(InputSpec { generator, modifiers })
     }
 
+    /// This spec with the non-finite gate's values planted last.
+    pub fn with_nonfinite(&self) -> InputSpec {
+        let mut spec = self.clone();
+        spec.modifiers.push(Modifier::NonFinite);
+        spec
+    }
+
     pub fn symbols(&self) -> Vec<&str> {
-        self.generator.symbols()
+        let mut symbols = self.generator.symbols();
+        for m in &self.modifiers {
+            if let Modifier::ExtremeLast { chunk: Some(e), .. } = m {
+                symbols.extend(e.symbols());
+            }
+        }
+        symbols
     }
 
     /// The bytes of a tensor of `dtype` and `shape` from `seed`.
     pub fn generate(&self, dtype: DType, shape: &[usize], seed: u64, symbols: &Symbols) -> Result<Vec<u8>, String> {
         let elements: usize = shape.iter().product();
         let mut bytes = self.generator.generate(dtype, elements, seed, symbols)?;
-        let size = dtype.size();
         let rows = shape.first().copied().unwrap_or(1).max(1);
-        let row_bytes = bytes.len() / rows;
-        for modifier in &self.modifiers {
-            match *modifier {
-                Modifier::ZeroRow(i) | Modifier::ScaleRow(i, _) if i >= rows => {
-                    return Err(format!("row {i} of a tensor of {rows} rows"));
+        let mut tensor = Elements { dtype, bytes: &mut bytes, rows };
+        for (index, modifier) in self.modifiers.iter().enumerate() {
+            // each modifier draws from a stream of its own, so adding one changes no other's values
+            let mut stream = SeededStream::new(seed ^ 0x6d6f_6469_6669_6572u64.wrapping_mul(index as u64 + 1));
+            modifier.apply(&mut tensor, &self.generator, symbols, &mut stream)?;
+        }
+        Ok(bytes)
+    }
+}
+
+/// A tensor's bytes seen as elements and rows of its first axis.
+struct Elements<'a> {
+    dtype: DType,
+    bytes: &'a mut [u8],
+    rows: usize,
+}
+
+impl Elements<'_> {
+    fn len(&self) -> usize {
+        self.bytes.len() / self.dtype.size()
+    }
+
+    fn row_len(&self) -> usize {
+        self.len() / self.rows
+    }
+
+    fn get(&self, i: usize) -> f64 {
+        self.dtype.decode(&self.bytes[i * self.dtype.size()..])
+    }
+
+    fn set(&mut self, i: usize, value: f64) {
+        let size = self.dtype.size();
+        self.dtype.encode(value, &mut self.bytes[i * size..(i + 1) * size]);
+    }
+
+    fn set_bits(&mut self, i: usize, bits: u64) {
+        let size = self.dtype.size();
+        self.bytes[i * size..(i + 1) * size].copy_from_slice(&bits.to_le_bytes()[..size]);
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        let size = self.dtype.size();
+        for k in 0..size {
+            self.bytes.swap(a * size + k, b * size + k);
+        }
+    }
+
+    /// The element range of a row, or why there is no such row.
+    fn row(&self, row: Row) -> Result<std::ops::Range<usize>, String> {
+        let i = match row {
+            Row::Index(i) if i >= self.rows => return Err(format!("row {i} of a tensor of {} rows", self.rows)),
+            Row::Index(i) => i,
+            Row::Last => self.rows - 1,
+        };
+        Ok(i * self.row_len()..(i + 1) * self.row_len())
+    }
+}
+
+/// The largest finite value and the smallest normal and subnormal magnitudes of a float type.
+fn float_limits(dtype: DType) -> Option<(f64, f64, f64)> {
+    match dtype {
+        DType::F32 => Some((f32::MAX as f64, f32::MIN_POSITIVE as f64, 2f64.powi(-149))),
+        DType::F16 => Some((65504.0, 2f64.powi(-14), 2f64.powi(-24))),
+        DType::Bf16 => Some((half::bf16::MAX.to_f64(), 2f64.powi(-126), 2f64.powi(-133))),
+        _ => None,
+    }
+}
+
+/// Every payload bit set: a NaN that a conversion rounding by adding to the bits carries into
+/// the sign or the exponent (the canonical NaN would survive such a bug).
+fn nan_bits(dtype: DType) -> u64 {
+    match dtype.size() {
+        2 => 0x7fff,
+        _ => 0x7fff_ffff,
+    }
+}
+
+impl Modifier {
+    fn name(&self) -> &'static str {
+        match self {
+            Modifier::SubnormalRow(_) => "subnormal_row",
+            Modifier::NearMaxRow(_) => "near_max_row",
+            Modifier::NonFinite => "nonfinite",
+            _ => "this modifier",
+        }
+    }
+
+    fn parse(part: &str, generator: &Generator) -> Result<Modifier, String> {
+        let (name, args) = match part.split_once('(') {
+            Some((name, rest)) => {
+                let inner = rest.strip_suffix(')').ok_or_else(|| format!("`{part}`: missing `)`"))?;
+                (name.trim(), inner.split(',').map(str::trim).filter(|a| !a.is_empty()).collect::<Vec<_>>())
+            }
+            None => (part, Vec::new()),
+        };
+        let row = |a: &str| match a {
+            "last" => Ok(Row::Last),
+            _ => a.parse::<usize>().map(Row::Index).map_err(|_| format!("`{part}`: `{a}` is not a row index (a number or `last`)")),
+        };
+        let number =
+            |a: &str| a.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| format!("`{part}`: `{a}` is not a finite number"));
+        match (name, args.as_slice()) {
+            ("zero_row", [i]) => Ok(Modifier::ZeroRow(row(i)?)),
+            ("scale_row", [i, s]) => Ok(Modifier::ScaleRow(row(i)?, number(s)?)),
+            ("fill_row", [i, v]) => {
+                let fill = match *v {
+                    "max" => Fill::Max { negative: false },
+                    "-max" => Fill::Max { negative: true },
+                    "tiny" => Fill::Tiny,
+                    other => Fill::Number(number(other)?),
+                };
+                Ok(Modifier::FillRow(row(i)?, fill))
+            }
+            ("negative_row", [i]) => Ok(Modifier::NegativeRow(row(i)?)),
+            ("subnormal_row", [i]) => Ok(Modifier::SubnormalRow(row(i)?)),
+            ("near_max_row", [i]) => Ok(Modifier::NearMaxRow(row(i)?)),
+            ("band_row", [i, low, high]) => {
+                let (low, high) = (number(low)?, number(high)?);
+                if low >= high {
+                    return Err(format!("`{part}`: empty range"));
                 }
-                Modifier::ZeroRow(i) => {
-                    for chunk in bytes[i * row_bytes..(i + 1) * row_bytes].chunks_mut(size) {
-                        dtype.encode(0.0, chunk);
+                Ok(Modifier::BandRow(row(i)?, low, high))
+            }
+            ("ascending_row", [i]) => Ok(Modifier::SortedRow(row(i)?, true)),
+            ("descending_row", [i]) => Ok(Modifier::SortedRow(row(i)?, false)),
+            ("ties", []) => Ok(Modifier::Ties),
+            ("max_last" | "min_last", _) if args.len() <= 1 => {
+                let chunk = args.first().map(|a| Expr::parse(a).map_err(|e| format!("`{part}`: {e}"))).transpose()?;
+                Ok(Modifier::ExtremeLast { largest: name == "max_last", chunk })
+            }
+            ("nonfinite", []) => Ok(Modifier::NonFinite),
+            ("edges", []) if generator.is_integer() => Ok(Modifier::Edges),
+            ("edges", []) => Err(format!("`{part}` applies to int(...) inputs only")),
+            _ => Err(format!(
+                "unknown modifier `{part}` (zero_row(i), scale_row(i, s), fill_row(i, v), negative_row(i), subnormal_row(i), \
+                 near_max_row(i), band_row(i, low, high), ascending_row(i), descending_row(i), ties, max_last(n), min_last(n), \
+                 edges, nonfinite)"
+            )),
+        }
+    }
+
+    fn apply(&self, t: &mut Elements, generator: &Generator, symbols: &Symbols, stream: &mut SeededStream) -> Result<(), String> {
+        let limits = float_limits(t.dtype);
+        let float_only = matches!(self, Modifier::SubnormalRow(_) | Modifier::NearMaxRow(_) | Modifier::NonFinite);
+        if float_only && limits.is_none() {
+            return Err(format!("{} applies to float tensors, not {}", self.name(), t.dtype));
+        }
+        match self {
+            Modifier::ZeroRow(r) => t.row(*r)?.for_each(|i| t.set(i, 0.0)),
+            Modifier::ScaleRow(r, s) => t.row(*r)?.for_each(|i| t.set(i, t.get(i) * s)),
+            Modifier::FillRow(r, fill) => {
+                let value = match (fill, limits) {
+                    (Fill::Number(v), _) => *v,
+                    (Fill::Max { negative }, Some((max, _, _))) => {
+                        if *negative {
+                            -max
+                        } else {
+                            max
+                        }
                     }
-                }
-                Modifier::ScaleRow(i, s) => {
-                    for chunk in bytes[i * row_bytes..(i + 1) * row_bytes].chunks_mut(size) {
-                        let v = dtype.decode(chunk);
-                        dtype.encode(v * s, chunk);
-                    }
-                }
-                Modifier::Edges => {
-                    if let Generator::Int { low, high } = &self.generator {
-                        let (l, h) = (low.evaluate(symbols)?, high.evaluate(symbols)?);
-                        dtype.encode(l as f64, &mut bytes[..size]);
-                        let end = bytes.len();
-                        dtype.encode((h - 1) as f64, &mut bytes[end - size..]);
+                    (Fill::Tiny, Some((_, _, tiny))) => tiny,
+                    (_, None) => return Err(format!("`max` and `tiny` are values of float tensors, not {}", t.dtype)),
+                };
+                t.row(*r)?.for_each(|i| t.set(i, value));
+            }
+            Modifier::NegativeRow(r) => {
+                for i in t.row(*r)? {
+                    t.set(i, -t.get(i).abs());
+                    if t.get(i) == 0.0 {
+                        t.set(i, -1.0);
                     }
                 }
             }
+            Modifier::SubnormalRow(r) => {
+                let scale = limits.map_or(1.0, |(_, normal, _)| normal / 8.0);
+                t.row(*r)?.for_each(|i| t.set(i, t.get(i) * scale));
+            }
+            Modifier::NearMaxRow(r) => {
+                let max = limits.map_or(f64::MAX, |(max, _, _)| max);
+                for i in t.row(*r)? {
+                    let magnitude = max * (1.0 - stream.next_unit() / 32.0);
+                    t.set(i, if t.get(i) < 0.0 { -magnitude } else { magnitude });
+                }
+            }
+            Modifier::BandRow(r, low, high) => {
+                let max = limits.map_or(f64::MAX, |(max, _, _)| max);
+                for i in t.row(*r)? {
+                    let value = if generator.is_integer() {
+                        stream.next_int(low.ceil() as i64, high.ceil() as i64) as f64
+                    } else {
+                        low + (high - low) * stream.next_unit()
+                    };
+                    t.set(i, value.clamp(-max, max));
+                }
+            }
+            Modifier::SortedRow(r, ascending) => {
+                let range = t.row(*r)?;
+                let size = t.dtype.size();
+                let mut order: Vec<usize> = range.clone().collect();
+                order.sort_by(|a, b| t.get(*a).total_cmp(&t.get(*b)));
+                if !ascending {
+                    order.reverse();
+                }
+                let start = range.start;
+                let old: Vec<u8> = t.bytes[start * size..range.end * size].to_vec();
+                for (place, from) in range.zip(order) {
+                    let source = (from - start) * size;
+                    t.bytes[place * size..(place + 1) * size].copy_from_slice(&old[source..source + size]);
+                }
+            }
+            Modifier::Ties => {
+                for i in (1..t.len()).step_by(2) {
+                    let size = t.dtype.size();
+                    t.bytes.copy_within((i - 1) * size..i * size, i * size);
+                }
+            }
+            Modifier::ExtremeLast { largest, chunk } => {
+                let row_len = t.row_len();
+                let n = match chunk {
+                    Some(e) => usize::try_from(e.evaluate(symbols)?).ok().filter(|n| *n > 0).ok_or("a chunk of no elements")?,
+                    None => row_len,
+                };
+                for row in 0..t.rows {
+                    for start in (row * row_len..(row + 1) * row_len).step_by(n.max(1)) {
+                        let end = (start + n).min((row + 1) * row_len);
+                        let better = |a: f64, b: f64| if *largest { a > b } else { a < b };
+                        let extreme = (start..end).fold(start, |best, i| if better(t.get(i), t.get(best)) { i } else { best });
+                        t.swap(extreme, end - 1);
+                    }
+                }
+            }
+            Modifier::NonFinite => {
+                let (last, inf) = (t.len() - 1, f64::INFINITY);
+                if t.len() > 2 {
+                    let middle = stream.next_int(1, last as i64) as usize;
+                    t.set(middle, -inf);
+                }
+                t.set(last, inf);
+                t.set_bits(0, nan_bits(t.dtype));
+            }
+            Modifier::Edges => {
+                if let Generator::Int { low, high } = generator {
+                    let (l, h) = (low.evaluate(symbols)?, high.evaluate(symbols)?);
+                    let last = t.len() - 1;
+                    t.set(0, l as f64);
+                    t.set(last, (h - 1) as f64);
+                }
+            }
         }
-        Ok(bytes)
+        Ok(())
     }
 }
 
@@ -275,6 +533,11 @@ mod tests {
         let ids: Vec<i32> = ids.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(ids, GOLDEN_IDS);
         assert_eq!(tensor_seed(1, "tf_embed_dense", "table", 2), GOLDEN_TENSOR_SEED);
+        // the seeded modifiers: values near the max, a band, and where -inf lands
+        let spec = InputSpec::parse("normal(0, 1) | near_max_row(0) | band_row(1, -3, 5) | nonfinite").unwrap();
+        let planted = spec.generate(DType::F32, &[3, 4], 42, &Symbols::new()).unwrap();
+        let bits: Vec<u32> = planted.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(bits, GOLDEN_MODIFIED_F32_BITS);
     }
 
     const GOLDEN_U64: [u64; 3] = [13679457532755275413, 2949826092126892291, 5139283748462763858];
@@ -282,6 +545,10 @@ mod tests {
     const GOLDEN_UNIFORM_BF16_BYTES: [u8; 8] = [226, 190, 247, 191, 205, 63, 170, 62];
     const GOLDEN_IDS: [i32; 4] = [682, 750, 265, 784];
     const GOLDEN_TENSOR_SEED: u64 = 16434049013277771555;
+    const GOLDEN_MODIFIED_F32_BITS: [u32; 12] = [
+        0x7fffffff, 0xff7c6f9e, 0x7f7f02c2, 0xff795f78, 0x3f6d6188, 0xff800000, 0xc026335e, 0x401c429a, 0xbeae9947, 0x3e82f6f8, 0xbfb26e58,
+        0x7f800000,
+    ];
 
     #[test]
     fn generators_parse_and_refuse() {
@@ -310,6 +577,79 @@ mod tests {
         assert!(spec.generate(DType::F32, &[1, 4], 5, &symbols).is_err(), "row 1 of 1 row");
         for bad in ["normal(0, 1) | edges", "normal(0, 1) | zero_row(x)", "normal(0, 1) | twist"] {
             assert!(InputSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn f32s(bytes: &[u8]) -> Vec<f32> {
+        bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    }
+
+    fn planted(spec: &str, dtype: DType, shape: &[usize]) -> Vec<u8> {
+        let symbols: Symbols = [("tile".to_string(), 3)].into();
+        InputSpec::parse(spec).unwrap().generate(dtype, shape, 11, &symbols).unwrap()
+    }
+
+    #[test]
+    fn a_modifier_leaves_the_generators_bytes_alone_where_it_plants_nothing() {
+        let plain = planted("normal(0, 1)", DType::F32, &[3, 4]);
+        let modified = planted("normal(0, 1) | negative_row(1) | fill_row(last, -0)", DType::F32, &[3, 4]);
+        assert_eq!(&plain[..16], &modified[..16]);
+        assert!(f32s(&modified)[4..8].iter().all(|v| *v < 0.0));
+        assert!(f32s(&modified)[8..].iter().all(|v| v.to_bits() == (-0.0f32).to_bits()));
+    }
+
+    #[test]
+    fn rows_reach_the_edges_of_their_type() {
+        let v = f32s(&planted("normal(0, 1) | subnormal_row(0) | near_max_row(1) | band_row(2, 1e39, 2e39)", DType::F32, &[3, 4]));
+        assert!(v[..4].iter().all(|x| x.is_subnormal() || *x == 0.0), "{v:?}");
+        assert!(v[4..8].iter().all(|x| x.abs() >= f32::MAX * (1.0 - 1.0 / 32.0) && x.is_finite()), "{v:?}");
+        assert!(v[8..].iter().all(|x| *x == f32::MAX), "clamped to the largest finite: {v:?}");
+        let whole = f32s(&planted("int(0, 9) | band_row(0, 65000, 66000)", DType::F32, &[1, 64]));
+        assert!(whole.iter().all(|x| x.fract() == 0.0 && (65000.0..66000.0).contains(x)), "{whole:?}");
+        let h = planted("normal(0, 1) | fill_row(0, max) | fill_row(1, tiny)", DType::F16, &[2, 2]);
+        assert_eq!(h, [0xff, 0x7b, 0xff, 0x7b, 0x01, 0x00, 0x01, 0x00]);
+        let zeros = planted("int(-2, 3) | negative_row(0)", DType::I32, &[1, 64]);
+        assert!(zeros.chunks(4).all(|c| i32::from_le_bytes(c.try_into().unwrap()) < 0), "a zero becomes -1");
+    }
+
+    #[test]
+    fn ties_and_extremes_in_last_place() {
+        let v = f32s(&planted("normal(0, 1) | ties", DType::F32, &[1, 5]));
+        assert!(v[0] == v[1] && v[2] == v[3] && v[1] != v[2], "{v:?}");
+        // chunks of 3 in rows of 7: [0, 3), [3, 6), [6, 7)
+        let v = f32s(&planted("normal(0, 1) | max_last(tile)", DType::F32, &[2, 7]));
+        for (start, end) in [(0, 3), (3, 6), (6, 7), (7, 10), (10, 13), (13, 14)] {
+            assert!(v[start..end].iter().all(|x| *x <= v[end - 1]), "{v:?}");
+        }
+        let v = f32s(&planted("normal(0, 1) | ascending_row(0) | descending_row(last)", DType::F32, &[2, 7]));
+        assert!(v[..7].windows(2).all(|w| w[0] <= w[1]) && v[7..].windows(2).all(|w| w[0] >= w[1]), "{v:?}");
+        let v = f32s(&planted("normal(0, 1) | min_last", DType::F32, &[2, 7]));
+        assert!(v[..7].iter().all(|x| *x >= v[6]) && v[7..].iter().all(|x| *x >= v[13]), "{v:?}");
+    }
+
+    #[test]
+    fn nonfinite_plants_nan_first_inf_last_and_minus_inf_between() {
+        let v = f32s(&planted("normal(0, 1) | nonfinite", DType::F32, &[2, 8]));
+        assert_eq!((v[0].to_bits(), v[15]), (0x7fff_ffff, f32::INFINITY));
+        assert_eq!(v[1..15].iter().filter(|x| **x == f32::NEG_INFINITY).count(), 1);
+        assert_eq!(&planted("normal(0, 1) | nonfinite", DType::Bf16, &[1])[..], &[0xff, 0x7f], "a lone element is the NaN");
+        assert_eq!(InputSpec::parse("normal(0, 1)").unwrap().with_nonfinite().modifiers, vec![Modifier::NonFinite]);
+    }
+
+    #[test]
+    fn modifiers_refuse_what_they_cannot_mean() {
+        for bad in [
+            "normal(0, 1) | band_row(0, 2, 1)",
+            "normal(0, 1) | fill_row(0, nan)",
+            "normal(0, 1) | max_last(1, 2)",
+            "normal(0, 1) | zero_row(first)",
+        ] {
+            assert!(InputSpec::parse(bad).is_err(), "{bad}");
+        }
+        let symbols = Symbols::new();
+        for int_only_bad in ["int(0, 9) | fill_row(0, max)", "int(0, 9) | near_max_row(0)", "int(0, 9) | nonfinite"] {
+            let e = InputSpec::parse(int_only_bad).unwrap().generate(DType::I32, &[2], 1, &symbols).unwrap_err();
+            assert!(e.contains("not i32"), "{int_only_bad}: {e}");
         }
     }
 

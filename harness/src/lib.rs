@@ -14,4 +14,5 @@ pub mod oracle;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod scale;
 pub mod tolerance;

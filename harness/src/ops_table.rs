@@ -15,20 +15,23 @@ pub fn generate(contracts_dir: &Path) -> Result<String, String> {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    let mut out = String::from("| op | records | controls | tolerance | what it computes |\n|---|---|---|---|---|\n");
+    let mut out =
+        String::from("| op | records | controls | tolerance | non-finite inputs | what it computes |\n|---|---|---|---|---|---|\n");
     for path in files {
         let display = path.file_name().unwrap().to_string_lossy().to_string();
         let contract = Contract::load(&path, &format!("contracts/{display}")).map_err(|e| e.to_string())?;
-        let mut tolerances: Vec<String> = contract.records.iter().flat_map(|r| r.tolerances.values().map(|(t, _)| t.to_string())).collect();
+        let mut tolerances: Vec<String> =
+            contract.records.iter().flat_map(|r| r.tolerances.values().map(|b| b.tolerance.to_string())).collect();
         tolerances.sort();
         tolerances.dedup();
         let controls = count_controls(contracts_dir.parent().unwrap_or(Path::new(".")).join("controls").as_path(), contract.op.name);
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} |\n",
             contract.op.name,
             contract.records.len(),
             controls,
             tolerances.join(", "),
+            contract.nonfinite.name(),
             contract.about.replace('|', "\\|")
         ));
     }

@@ -51,6 +51,14 @@ const ORACLES: &[(&str, Oracle)] = &[
     ("rope", rope),
 ];
 
+/// Oracles whose value is defined with NaN inputs left out (the `ignore` policy for
+/// non-finite inputs): infinities stay in, as the values they are.
+const IGNORING_NAN: &[&str] = &["argmax"];
+
+pub fn ignores_nan(name: &str) -> bool {
+    IGNORING_NAN.contains(&name)
+}
+
 pub fn find(name: &str) -> Option<Oracle> {
     ORACLES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
@@ -179,19 +187,21 @@ fn kv_append(x: &OracleInput) -> Result<Outputs, String> {
     Ok(out)
 }
 
-/// The index of each row's largest value, the lowest index among equal ones.
+/// The index of each row's largest value, the lowest index among equal ones. NaN logits are
+/// left out (as numpy's nanargmax; infinities are values like any other); a row of NaN
+/// alone has no largest value and gives 0.
 fn argmax(x: &OracleInput) -> Result<Outputs, String> {
     let (rows, vocab) = (x.symbol("rows")?, x.symbol("vocab")?);
     let logits = x.input("logits")?;
     let mut out = Vec::with_capacity(rows);
     for row in logits.chunks(vocab).take(rows) {
-        let mut best = 0;
+        let mut best: Option<usize> = None;
         for (j, v) in row.iter().enumerate() {
-            if *v > row[best] {
-                best = j;
+            if !v.is_nan() && best.is_none_or(|b| *v > row[b]) {
+                best = Some(j);
             }
         }
-        out.push(best as f64);
+        out.push(best.unwrap_or(0) as f64);
     }
     Ok([("out".to_string(), out)].into())
 }
@@ -313,6 +323,21 @@ fn add_rms_norm(x: &OracleInput) -> Result<Outputs, String> {
     Ok([("sum".to_string(), sum), ("out".to_string(), out)].into())
 }
 
+/// sin and cos of 2 pi t, t in turns: t is reduced to the nearest quarter turn exactly (4t
+/// and its distance to a whole number are exact in f64), so a whole number of quarter turns
+/// gives exact zeros and ones, at any position, as the kernel's own reduction does.
+fn sin_cos_turns(t: f64) -> (f64, f64) {
+    let q = 4.0 * t;
+    let n = q.round();
+    let (s, c) = ((q - n) * std::f64::consts::FRAC_PI_2).sin_cos();
+    match (n as i64).rem_euclid(4) {
+        0 => (s, c),
+        1 => (c, -s),
+        2 => (-s, -c),
+        _ => (-c, s),
+    }
+}
+
 /// Rotary embedding. The op defines its angle as an f32 product in turns: the inverse
 /// frequency theta^(-2i/d) / (2 pi) rounded to f32, times the position, rounded to f32. The
 /// oracle forms that angle the same way and rotates by 2 pi times it in f64, so what remains
@@ -331,8 +356,7 @@ fn rope(x: &OracleInput) -> Result<Outputs, String> {
     for (r, &position) in positions.iter().enumerate().take(rows) {
         for i in 0..half {
             let turns = (theta.powf(-((2 * i) as f64) / d as f64) / std::f64::consts::TAU) as f32;
-            let angle = std::f64::consts::TAU * (position as f32 * turns) as f64;
-            let (sin, cos) = angle.sin_cos();
+            let (sin, cos) = sin_cos_turns((position as f32 * turns) as f64);
             let (a, b) = pair(i)?;
             for h in 0..heads {
                 let base = (r * heads + h) * d;
@@ -466,6 +490,15 @@ mod tests {
     }
 
     #[test]
+    fn argmax_leaves_nan_out_and_orders_infinities() {
+        let (nan, inf) = (f64::NAN, f64::INFINITY);
+        let logits = vec![nan, -1., -2., 3., nan, inf, nan, nan, nan, -inf, -inf, nan];
+        let out = run("argmax", &[("rows", 4), ("vocab", 3)], &[("logits", logits)]);
+        assert_eq!(out["out"], vec![1., 2., 0., 0.]);
+        assert!(ignores_nan("argmax") && !ignores_nan("add"));
+    }
+
+    #[test]
     fn dense_rows_is_x_times_w_transposed() {
         // w = [[1, 2], [3, -1], [0, 1]], x = [[2, 1]]
         let out = run("dense_rows", &[("rows", 1), ("n", 3), ("k", 2)], &[("w", vec![1., 2., 3., -1., 0., 1.]), ("x", vec![2., 1.])]);
@@ -593,14 +626,18 @@ mod tests {
         assert!((a0 - 1.0).abs() < 1e-7 && (a1 - 0.01).abs() < 1e-9);
         let symbols = [("rows", 1), ("heads", 1), ("d", 4)];
         let x = ("x", vec![1.0, 0.0, 0.0, 1.0]);
+        let close = |got: &[f64], want: &[f64]| got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-15);
         let neox = run_with("rope", &symbols, &[("theta", 10000.0), ("layout", 0.0)], &[x.clone(), ("positions", vec![1.0])]);
         // pairs (0, 2) at angle a0 and (1, 3) at angle a1
-        assert_eq!(neox["out"], vec![a0.cos(), -a1.sin(), a0.sin(), a1.cos()]);
+        assert!(close(&neox["out"], &[a0.cos(), -a1.sin(), a0.sin(), a1.cos()]), "{:?}", neox["out"]);
         let interleaved = run_with("rope", &symbols, &[("theta", 10000.0), ("layout", 1.0)], &[x.clone(), ("positions", vec![1.0])]);
         // pairs (0, 1) at angle a0 and (2, 3) at angle a1
-        assert_eq!(interleaved["out"], vec![a0.cos(), a0.sin(), -a1.sin(), a1.cos()]);
+        assert!(close(&interleaved["out"], &[a0.cos(), a0.sin(), -a1.sin(), a1.cos()]), "{:?}", interleaved["out"]);
         // position 0 is the identity
         let still = run_with("rope", &symbols, &[("theta", 10000.0), ("layout", 1.0)], &[x, ("positions", vec![0.0])]);
         assert_eq!(still["out"], vec![1.0, 0.0, 0.0, 1.0]);
+        // whole quarter turns are exact: a half turn is exactly -1 and 0
+        assert_eq!(sin_cos_turns(0.5), (0.0, -1.0));
+        assert_eq!(sin_cos_turns(1e6 + 0.25), (1.0, -0.0));
     }
 }

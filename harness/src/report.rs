@@ -309,6 +309,9 @@ mod tests {
             fault: None,
             tolerances: [("out".to_string(), tolerance.to_string())].into(),
             cases: vec![case(64, 0, 0.0), case(910, 0, 0.0), case(7168, 0, 0.0)],
+            nonfinite_policy: "propagate".into(),
+            nonfinite_cases: Vec::new(),
+            cases_not_run: Vec::new(),
             limits: None,
             cross_backend_max_ulp: None,
             seconds: 0.1,
@@ -447,6 +450,7 @@ mod tests {
             records: vec![record("a", Outcome::Pass, "exact"), record("b", Outcome::KnownFinding, "exact")],
             controls: vec![record("a", Outcome::RedAsPlanted, "exact")],
             controls_not_applicable: Vec::new(),
+            cases_not_run: Vec::new(),
             timing: Timing::default(),
         };
         let green = Summary::of(&report);

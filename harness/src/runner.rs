@@ -12,7 +12,7 @@ use engine::ops::{OpCall, Role};
 use engine::tensor::Tensor;
 use serde::Serialize;
 
-use crate::contract::{Case, Contract, ContractError, Control, Finding, KERNEL_TENSOR, Record};
+use crate::contract::{Case, Contract, ContractError, Control, Finding, KERNEL_TENSOR, NonfinitePolicy, Record};
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
@@ -49,6 +49,26 @@ pub struct Settings {
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
 
 pub const DEFAULT_SEED: u64 = 0x6b65_726e_656c;
+
+/// A case's planted copy (NaN and infinities in every float input, gate 1) runs when all of
+/// its tensors together hold at most this many elements: the edges it plants sit in the
+/// first, the last and one seeded element, which small cases reach as well as large ones.
+pub const NONFINITE_CASE_ELEMENTS: usize = 1 << 16;
+
+/// Which inputs a case runs on: the contract's, or its copy with non-finite values planted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Inputs {
+    AsGenerated,
+    NonFinitePlanted,
+}
+
+/// The cases whose planted copies run: every small one, else the smallest; never a GPU-only one.
+pub fn nonfinite_cases(contract: &Contract) -> Vec<usize> {
+    let size = |c: &Case| c.shapes.values().map(|s| s.iter().product::<usize>()).sum::<usize>();
+    let eligible: Vec<usize> = (0..contract.cases.len()).filter(|i| contract.cases[*i].gpu_only.is_none()).collect();
+    let small: Vec<usize> = eligible.iter().copied().filter(|i| size(&contract.cases[*i]) <= NONFINITE_CASE_ELEMENTS).collect();
+    if small.is_empty() { eligible.into_iter().min_by_key(|i| size(&contract.cases[*i])).into_iter().collect() } else { small }
+}
 
 /// Output poison of launch l: a NaN pattern first, then zeros, then a finite pattern.
 pub fn output_poison(launch: usize) -> u8 {
@@ -180,6 +200,15 @@ pub struct RecordResult {
     pub fault: Option<Fault>,
     pub tolerances: BTreeMap<String, String>,
     pub cases: Vec<CaseReport>,
+    /// The contract's policy for non-finite inputs (`propagate`, `ignore`, `unspecified`).
+    #[serde(default)]
+    pub nonfinite_policy: String,
+    /// Gate 1's planted copies of the small cases (NaN and infinities in every float input).
+    #[serde(default)]
+    pub nonfinite_cases: Vec<CaseReport>,
+    /// Cases this backend does not run (GPU-only cases on the host), with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases_not_run: Vec<String>,
     /// Gate 4's figures and verdicts, where it ran.
     pub limits: Option<LimitsReport>,
     /// `--compare-host`: per output, the largest ulp distance from the host backend's output
@@ -211,6 +240,11 @@ pub enum Event<'a> {
         arch: &'a str,
         controls: &'a [String],
     },
+    /// Shape cases this backend does not run (GPU-only cases on the host), with the reason.
+    CasesNotRun {
+        arch: &'a str,
+        cases: &'a [String],
+    },
     Record(&'a RecordResult),
     Control(&'a RecordResult),
 }
@@ -235,6 +269,7 @@ pub struct RunReport {
     pub records: Vec<RecordResult>,
     pub controls: Vec<RecordResult>,
     pub controls_not_applicable: Vec<String>,
+    pub cases_not_run: Vec<String>,
     pub timing: Timing,
 }
 
@@ -251,6 +286,7 @@ impl RunReport {
             records: Vec::new(),
             controls: Vec::new(),
             controls_not_applicable: Vec::new(),
+            cases_not_run: Vec::new(),
             timing: Timing::default(),
         }
     }
@@ -379,7 +415,8 @@ pub(crate) fn load(
         });
     }
     for path in toml_files(&settings.contracts_dir) {
-        match Contract::load(&path, &display(&settings.root, &path)) {
+        let loaded = Contract::load(&path, &display(&settings.root, &path));
+        match loaded.and_then(|c| crate::scale::check_absolute_tolerances(&c, settings.seed).map(|()| c)) {
             Ok(c) => {
                 if let Some(first) = contracts.iter().find(|x| x.op.name == c.op.name) {
                     report.contract_errors.push(ContractError {
@@ -442,8 +479,29 @@ pub(crate) fn load(
         on_event(&Event::NotApplicable { arch, controls: &not_applicable });
     }
     report.controls_not_applicable = not_applicable.clone();
+    let not_run: Vec<String> = contracts.iter().flat_map(|c| cases_not_run(c, arch)).collect();
+    if !not_run.is_empty() {
+        on_event(&Event::CasesNotRun { arch, cases: &not_run });
+    }
+    report.cases_not_run = not_run;
 
     (contracts, controls)
+}
+
+/// The cases of a contract that `arch` does not run, each as `file shapes.cases[i] {..}: why`.
+pub fn cases_not_run(contract: &Contract, arch: &str) -> Vec<String> {
+    if !arch.starts_with("host") {
+        return Vec::new();
+    }
+    contract
+        .cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let why = c.gpu_only.as_ref()?;
+            Some(format!("{} shapes.cases[{i}] {}: GPU-only ({why})", contract.file, c.describe(contract.op)))
+        })
+        .collect()
 }
 
 /// Whether a control can go red here: its gate runs, its arch is this one, and a planted
@@ -492,10 +550,28 @@ pub(crate) fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> K
 
 pub(crate) type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
 
-/// Generated inputs by (seed, dtype, shape): records of one op share their inputs, and a
-/// large table is generated once, not once per record.
+/// Generated inputs by (seed, dtype, shape, planted or not): records of one op share their
+/// inputs, and a large table is generated once, not once per record.
 #[derive(Default)]
-pub(crate) struct InputCache(HashMap<(u64, engine::DType, Vec<usize>), Arc<Vec<u8>>>);
+pub(crate) struct InputCache(HashMap<InputKey, Arc<Vec<u8>>>);
+
+/// A tensor's seed, dtype and shape, and whether its copy has non-finite values planted.
+type InputKey = (u64, engine::DType, Vec<usize>, Inputs);
+
+/// The bytes of one input tensor of one case, as the contract's spec (and, for a planted
+/// copy, gate 1's non-finite values in a float input) makes them.
+pub(crate) fn generate_input(
+    contract: &Contract,
+    tensor: &str,
+    dtype: engine::DType,
+    case: &Case,
+    seed: u64,
+    inputs: Inputs,
+) -> Result<Vec<u8>, String> {
+    let spec = &contract.inputs[tensor];
+    let spec = if inputs == Inputs::NonFinitePlanted && dtype.is_float() { spec.with_nonfinite() } else { spec.clone() };
+    spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("inputs.{tensor}: {e}"))
+}
 
 pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -557,8 +633,11 @@ pub(crate) fn new_result(contract: &Contract, record: &Record, control: Option<&
         uncovered: None,
         error: None,
         fault: None,
-        tolerances: record.tolerances.iter().map(|(k, (t, _))| (k.clone(), t.to_string())).collect(),
+        tolerances: record.tolerances.iter().map(|(k, b)| (k.clone(), b.tolerance.to_string())).collect(),
         cases: Vec::new(),
+        nonfinite_policy: contract.nonfinite.name().to_string(),
+        nonfinite_cases: Vec::new(),
+        cases_not_run: Vec::new(),
         limits: None,
         cross_backend_max_ulp: None,
         seconds: 0.0,
@@ -594,46 +673,36 @@ pub(crate) fn run_record(
     let RunContext { backend, gates_run, .. } = *context;
     let started = Instant::now();
     let mut result = new_result(contract, record, control, gates_run);
+    let arch = backend.arch();
+    result.cases_not_run = cases_not_run(contract, &arch);
+    let on_host = arch.starts_with("host");
+    let plain: Vec<(usize, Inputs)> = (0..contract.cases.len())
+        .filter(|i| !(on_host && contract.cases[*i].gpu_only.is_some()))
+        .map(|i| (i, Inputs::AsGenerated))
+        .collect();
+    let planted = nonfinite_cases(contract).into_iter().map(|i| (i, Inputs::NonFinitePlanted));
     match module {
         Err(e) => result.error = Some(e.clone()),
         Ok(module) => {
-            for (index, case) in contract.cases.iter().enumerate() {
+            for (index, variant) in plain.into_iter().chain(planted) {
+                let case = &contract.cases[index];
+                let described = match variant {
+                    Inputs::AsGenerated => case.describe(contract.op),
+                    Inputs::NonFinitePlanted => format!("{} with NaN and infinities planted", case.describe(contract.op)),
+                };
                 if let Some(on_case) = context.on_case {
-                    on_case(&case.describe(contract.op));
+                    on_case(&described);
                 }
-                match run_case(context, contract, record, module.as_deref(), index, case, inputs) {
+                match run_case(context, contract, record, module.as_deref(), (index, case), variant, inputs) {
                     Ok((case_report, failures)) => {
-                        result.cases.push(case_report);
-                        for (gate, tensor, failure) in failures {
-                            result.failure_sites.push(FailureSite {
-                                gate,
-                                case_index: index,
-                                tensor: tensor.clone(),
-                                message: failure.message.clone(),
-                            });
-                            match result.failures.iter_mut().find(|f| f.gate == gate) {
-                                Some(existing) if existing.case_index == index => {
-                                    existing.also.push(format!("{tensor}: {}", failure.message))
-                                }
-                                Some(existing) => {
-                                    if !existing.failing_cases.contains(&index) {
-                                        existing.failing_cases.push(index)
-                                    }
-                                }
-                                None => result.failures.push(GateFailure {
-                                    gate,
-                                    case_index: index,
-                                    case: case.describe(contract.op),
-                                    tensor,
-                                    failure,
-                                    also: Vec::new(),
-                                    failing_cases: vec![index],
-                                }),
-                            }
+                        match variant {
+                            Inputs::AsGenerated => result.cases.push(case_report),
+                            Inputs::NonFinitePlanted => result.nonfinite_cases.push(case_report),
                         }
+                        add_failures(&mut result, index, &described, failures);
                     }
                     Err(e) => {
-                        result.error = Some(format!("case {}: {e}", case.describe(contract.op)));
+                        result.error = Some(format!("case {described}: {e}"));
                         break;
                     }
                 }
@@ -679,6 +748,33 @@ pub(crate) fn run_record(
     result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run);
     result.seconds = started.elapsed().as_secs_f64();
     result
+}
+
+/// A case's failures into the record's: the first case where a gate went red is the one its
+/// line names, later ones are counted.
+fn add_failures(result: &mut RecordResult, index: usize, described: &str, failures: CaseFailures) {
+    for (gate, tensor, failure) in failures {
+        result.failure_sites.push(FailureSite { gate, case_index: index, tensor: tensor.clone(), message: failure.message.clone() });
+        match result.failures.iter_mut().find(|f| f.gate == gate) {
+            Some(existing) if existing.case_index == index && existing.case == described => {
+                existing.also.push(format!("{tensor}: {}", failure.message))
+            }
+            Some(existing) => {
+                if !existing.failing_cases.contains(&index) {
+                    existing.failing_cases.push(index)
+                }
+            }
+            None => result.failures.push(GateFailure {
+                gate,
+                case_index: index,
+                case: described.to_string(),
+                tensor,
+                failure,
+                also: Vec::new(),
+                failing_cases: vec![index],
+            }),
+        }
+    }
 }
 
 /// Launches one case on `reference` with the same input bytes and measures the largest
@@ -847,8 +943,8 @@ fn run_case(
     contract: &Contract,
     record: &Record,
     module: Option<&dyn Module>,
-    index: usize,
-    case: &Case,
+    (index, case): (usize, &Case),
+    variant: Inputs,
     inputs: &mut InputCache,
 ) -> Result<(CaseReport, CaseFailures), String> {
     let RunContext { backend, settings, .. } = *context;
@@ -864,13 +960,11 @@ fn run_case(
         let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
         if spec.role == Role::Input {
             let seed = tensor_seed(settings.seed, op.name, spec.name, index);
-            let key = (seed, dtype, shape.clone());
+            let key = (seed, dtype, shape.clone(), variant);
             let bytes = match inputs.0.get(&key) {
                 Some(bytes) => bytes.as_ref().clone(),
                 None => {
-                    let bytes = contract.inputs[spec.name]
-                        .generate(dtype, shape, seed, &case.symbols)
-                        .map_err(|e| format!("inputs.{}: {e}", spec.name))?;
+                    let bytes = generate_input(contract, spec.name, dtype, case, seed, variant)?;
                     inputs.0.insert(key, Arc::new(bytes.clone()));
                     bytes
                 }
@@ -939,7 +1033,7 @@ fn run_case(
         }
     }
 
-    if let Some(reference) = context.reference {
+    if let Some(reference) = context.reference.filter(|_| variant == Inputs::AsGenerated && case.gpu_only.is_none()) {
         let first: BTreeMap<&str, &[u8]> = outputs.iter().map(|n| (*n, launches[n][0].as_slice())).collect();
         report.cross_backend = Some(compare_on(reference, context, contract, record, case, &input_bytes, &first));
     }
@@ -952,16 +1046,28 @@ fn run_case(
         let tensor = &tensors[*name];
         let (dtype, shape) = (tensor.dtype, &tensor.shape);
         let first = &launches[name][0];
-        if let Some(f) = gates::nonfinite(dtype, shape, first) {
-            failures.push((Gate::Nonfinite, name.to_string(), f));
-        }
         if let Some(f) = gates::repeat(dtype, shape, &launches[name], &poisons[name]) {
             failures.push((Gate::Repeat, name.to_string(), f));
         }
-        let (tolerance, _) = &record.tolerances[*name];
+        let tolerance = &record.tolerances[*name].tolerance;
         let (metrics, failure) = gates::compare(dtype, shape, first, &want[*name], tolerance);
-        if let Some(f) = failure {
-            failures.push((Gate::Shapes, name.to_string(), f));
+        match (variant, &contract.nonfinite) {
+            (Inputs::AsGenerated, _) => {
+                if let Some(f) = gates::nonfinite(dtype, shape, first, &want[*name]) {
+                    failures.push((Gate::Nonfinite, name.to_string(), f));
+                }
+                if let Some(f) = failure {
+                    failures.push((Gate::Shapes, name.to_string(), f));
+                }
+            }
+            // planted: gate 1 holds the outputs to the policy; the values of an unspecified
+            // policy are not compared, but its launches still repeat and keep inside their tensors
+            (Inputs::NonFinitePlanted, NonfinitePolicy::Propagate | NonfinitePolicy::Ignore) => {
+                if let Some(f) = failure {
+                    failures.push((Gate::Nonfinite, name.to_string(), f));
+                }
+            }
+            (Inputs::NonFinitePlanted, NonfinitePolicy::Unspecified(_)) => {}
         }
         report.outputs.insert(name.to_string(), metrics);
     }
@@ -1186,6 +1292,9 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 fault: None,
                 tolerances: BTreeMap::new(),
                 cases: Vec::new(),
+                nonfinite_policy: contract.nonfinite.name().to_string(),
+                nonfinite_cases: Vec::new(),
+                cases_not_run: Vec::new(),
                 limits: None,
                 cross_backend_max_ulp: None,
                 seconds: 0.0,

@@ -1,7 +1,8 @@
 //! Tolerance models: how far a kernel's output may be from the f64 oracle. `exact` and
 //! `ulp(N)` compare against the oracle rounded to the output type (to nearest even);
 //! `rtol/atol` bounds the error before the store's own rounding, so one unit in the last
-//! place of the output type is allowed on top, and it needs a stated reason.
+//! place of the output type is allowed on top, and it needs a stated reason. A tolerance that
+//! could hide anything is refused: see `Tolerance::check_for` and `LOOSE_ULP`.
 
 use engine::DType;
 
@@ -43,8 +44,37 @@ impl Tolerance {
         Err(format!("unknown tolerance model `{t}` (exact, ulp(N), rtol=X, atol=Y)"))
     }
 
+    /// A relative bound always says why; an ulp count past `LOOSE_ULP` too.
     pub fn needs_reason(&self) -> bool {
-        matches!(self, Tolerance::Relative { .. })
+        match self {
+            Tolerance::Exact => false,
+            Tolerance::Ulp(n) => *n > LOOSE_ULP,
+            Tolerance::Relative { .. } => true,
+        }
+    }
+
+    /// Refuses a tolerance that means nothing for an output of `dtype`: anything but `exact`
+    /// on an integer (an index one off is a bug, not a rounding), an ulp count that spans a
+    /// binade of the type (2^mantissa bits ulps accept twice or half the right value), and an
+    /// rtol of 1 or more (which accepts 0 for every value).
+    pub fn check_for(&self, dtype: DType) -> Result<(), String> {
+        if !dtype.is_float() {
+            return match self {
+                Tolerance::Exact => Ok(()),
+                other => Err(format!("`{other}` on an {dtype} output: integer outputs are compared `exact`")),
+            };
+        }
+        match self {
+            Tolerance::Ulp(n) if *n >= 1u64 << mantissa_bits(dtype) => Err(format!(
+                "ulp({n}) means nothing for {dtype}: {} ulps span a whole binade (a factor of 2), so at most ulp({})",
+                1u64 << mantissa_bits(dtype),
+                (1u64 << mantissa_bits(dtype)) - 1
+            )),
+            Tolerance::Relative { rtol, .. } if *rtol >= 1.0 => {
+                Err(format!("rtol={rtol:e} accepts 0 for every value: rtol must be below 1"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Does `got` (an element of `dtype`) meet `want` (the f64 oracle)?
@@ -53,6 +83,10 @@ impl Tolerance {
             return got.is_nan() && want.is_nan();
         }
         let rounded = round_to(dtype, want);
+        if got.is_infinite() || rounded.is_infinite() {
+            // an overflow of the output type is that infinity, in every model
+            return got == rounded;
+        }
         match self {
             Tolerance::Exact => got.to_bits() == rounded.to_bits() || (got == 0.0 && rounded == 0.0 && got.to_bits() == rounded.to_bits()),
             Tolerance::Ulp(n) => ulp_distance(dtype, got, rounded) <= *n,
@@ -68,6 +102,19 @@ impl std::fmt::Display for Tolerance {
             Tolerance::Ulp(n) => write!(f, "ulp({n})"),
             Tolerance::Relative { rtol, atol } => write!(f, "rtol={rtol:e}, atol={atol:e}"),
         }
+    }
+}
+
+/// An ulp count above this is loose and needs a stated reason.
+pub const LOOSE_ULP: u64 = 64;
+
+/// Stored mantissa bits of a float type: its ulp is 2^-bits of its binade.
+pub fn mantissa_bits(dtype: DType) -> u32 {
+    match dtype {
+        DType::F32 => 23,
+        DType::F16 => 10,
+        DType::Bf16 => 7,
+        _ => 0,
     }
 }
 
@@ -131,6 +178,29 @@ mod tests {
         }
         assert!(Tolerance::parse("rtol=1e-3").unwrap().needs_reason());
         assert!(!Tolerance::Ulp(2).needs_reason());
+        assert!(!Tolerance::Ulp(64).needs_reason() && Tolerance::Ulp(65).needs_reason());
+    }
+
+    #[test]
+    fn a_tolerance_is_bounded_by_its_output_type() {
+        assert!(Tolerance::Ulp(127).check_for(DType::Bf16).is_ok());
+        let e = Tolerance::Ulp(1_000_000).check_for(DType::Bf16).unwrap_err();
+        assert!(e.contains("at most ulp(127)"), "{e}");
+        assert!(Tolerance::Ulp(1024).check_for(DType::F16).is_err());
+        assert!(Tolerance::Ulp(1_000_000).check_for(DType::F32).is_ok());
+        assert!(Tolerance::Ulp(1).check_for(DType::I32).is_err());
+        assert!(Tolerance::Exact.check_for(DType::I32).is_ok());
+        assert!(Tolerance::Relative { rtol: 1.0, atol: 0.0 }.check_for(DType::F32).is_err());
+    }
+
+    #[test]
+    fn an_overflow_is_accepted_only_as_that_infinity() {
+        let t = Tolerance::Relative { rtol: 1e-6, atol: 0.0 };
+        assert!(t.accepts(DType::F16, f64::INFINITY, 70000.0), "70000 is +inf in f16");
+        assert!(!t.accepts(DType::F16, f64::NEG_INFINITY, 70000.0));
+        assert!(!t.accepts(DType::F16, 65504.0, 70000.0));
+        assert!(!t.accepts(DType::F32, f64::INFINITY, 1.0));
+        assert!(Tolerance::Ulp(2).accepts(DType::F32, f64::NEG_INFINITY, f64::NEG_INFINITY));
     }
 
     #[test]

@@ -333,6 +333,13 @@ fn run(flags: &Flags) -> Result<i32> {
                 controls.len()
             )
         }
+        Event::CasesNotRun { arch, cases } => {
+            let n = cases.len();
+            say!("{n} shape case{} not run on {arch}:", if n == 1 { "" } else { "s" });
+            for case in *cases {
+                say!("    {case}");
+            }
+        }
         Event::Record(r) | Event::Control(r) => {
             say!("{}", report::record_line(r));
             for line in report::detail_lines(r) {

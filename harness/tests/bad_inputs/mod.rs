@@ -59,6 +59,10 @@ const fn control(
 
 const TF_ADD: &str = "tf_add";
 
+/// tf_add's policy for non-finite inputs and its reason, as its contract states them.
+const NONFINITE_POLICY: &str = "policy = \"propagate\"\nreason = \"\"\"one f32 add, IEEE arithmetic as in the oracle: a NaN gives NaN, \
+                                inf + -inf gives NaN, an infinity plus a finite value that infinity\"\"\"";
+
 fn rows() -> Vec<Row> {
     vec![
         contract("TOML syntax error", TF_ADD, "name = \"f16\"", b"name = \"f16", "name", "name = \"f16", "string"),
@@ -68,7 +72,7 @@ fn rows() -> Vec<Row> {
             TF_ADD,
             "{ rows = 4, k = 64 }",
             b"{ rows = 4, k = \"64\" }",
-            "k",
+            "shapes.cases[2].k",
             "k = \"64\"",
             "invalid type: string \"64\", expected i64",
         ),
@@ -157,6 +161,97 @@ fn rows() -> Vec<Row> {
             "needs a stated reason",
         ),
         contract(
+            "no policy for non-finite inputs",
+            TF_ADD,
+            "[nonfinite]\npolicy = \"propagate\"\nreason = \"\"\"one f32 add, IEEE arithmetic as in the oracle: a NaN gives NaN, \
+             inf + -inf gives NaN, an infinity plus a finite value that infinity\"\"\"\n",
+            b"",
+            "nonfinite",
+            "",
+            "no policy for non-finite inputs",
+        ),
+        contract(
+            "unspecified non-finite policy without a reason",
+            TF_ADD,
+            NONFINITE_POLICY,
+            b"policy = \"unspecified\"",
+            "nonfinite.policy",
+            "policy = ",
+            "`unspecified` needs a stated reason",
+        ),
+        contract(
+            "ignore where the oracle does not define it",
+            TF_ADD,
+            "policy = \"propagate\"",
+            b"policy = \"ignore\"",
+            "nonfinite.policy",
+            "policy = ",
+            "oracle `add` does not define its value with NaN inputs left out",
+        ),
+        contract(
+            "unknown input modifier row",
+            TF_ADD,
+            "b = \"normal(0, 1)",
+            b"b = \"normal(0, 1) | negative_row(first)",
+            "inputs.b",
+            "b = \"normal",
+            "`first` is not a row index",
+        ),
+        contract(
+            "gpu_only without its reason",
+            TF_ADD,
+            "{ rows = 4, k = 64 }",
+            b"{ rows = 4, k = 64, gpu_only = true }",
+            "shapes.cases[2].gpu_only",
+            "gpu_only = true",
+            "says in one line why only a GPU runs the case",
+        ),
+        contract(
+            "ulp count over 64 without a reason",
+            TF_ADD,
+            "name = \"f16\"",
+            b"name = \"f16\"\ntolerance = \"ulp(100)\"",
+            "record[1].tolerance",
+            "tolerance = \"ulp",
+            "needs a stated reason (more than 64 ulp is loose)",
+        ),
+        contract(
+            "ulp count past what bf16 can mean",
+            TF_ADD,
+            "name = \"bf16\"",
+            b"name = \"bf16\"\ntolerance = \"ulp(1000000)\"\nreason = \"a typo\"",
+            "record[2].tolerance",
+            "tolerance = \"ulp",
+            "ulp(1000000) means nothing for bf16: 128 ulps span a whole binade (a factor of 2), so at most ulp(127)",
+        ),
+        contract(
+            "a tolerance on an integer output",
+            "tf_argmax",
+            "tolerance = \"exact\"",
+            b"tolerance = \"ulp(1)\"",
+            "reference.tolerance",
+            "tolerance = ",
+            "integer outputs are compared `exact`",
+        ),
+        contract(
+            "rtol that accepts zero",
+            TF_ADD,
+            "tolerance = \"exact\"",
+            b"tolerance = \"rtol=1\"",
+            "reference.tolerance",
+            "tolerance = ",
+            "accepts 0 for every value",
+        ),
+        contract(
+            "atol loose against the output",
+            TF_ADD,
+            "tolerance = \"exact\"",
+            b"tolerance = \"atol=0.05\"",
+            "reference.tolerance",
+            "tolerance = ",
+            "atol=5e-2 is loose for `out` of record `f32`: above 1e-3 times the oracle's typical |out|",
+        ),
+        contract(
             "unknown oracle",
             TF_ADD,
             "oracle = \"add\"",
@@ -168,8 +263,8 @@ fn rows() -> Vec<Row> {
         contract(
             "unknown input generator",
             TF_ADD,
-            "b = \"normal(0, 1)\"",
-            b"b = \"gauss(0, 1)\"",
+            "b = \"normal(0, 1)",
+            b"b = \"gauss(0, 1)",
             "inputs.b",
             "b = \"gauss",
             "unknown generator `gauss`",
@@ -177,7 +272,7 @@ fn rows() -> Vec<Row> {
         contract(
             "an input for an output tensor",
             TF_ADD,
-            "b = \"normal(0, 1)\"",
+            "b = \"normal(0, 1) | near_max_row(last)\"",
             b"b = \"normal(0, 1)\"\nout = \"normal(0, 1)\"",
             "inputs.out",
             "out = \"normal",
@@ -186,7 +281,7 @@ fn rows() -> Vec<Row> {
         contract(
             "no generator for an input",
             TF_ADD,
-            "b = \"normal(0, 1)\"\n",
+            "b = \"normal(0, 1) | near_max_row(last)\"\n",
             b"",
             "inputs",
             "[inputs]",
