@@ -1100,6 +1100,11 @@ tolerance = "exact"
         assert_eq!(e.line, 1, "{e}");
     }
 
+    /// The line of `[[finding]]` in `with_finding`'s contract: after GOOD and a blank line.
+    fn finding_line() -> usize {
+        GOOD.lines().count() + 2
+    }
+
     fn with_finding(lines: &str) -> String {
         format!("{GOOD}\n[[finding]]\ngate = \"shapes\"\narch = \"sm_90\"\nreason = \"flushes subnormals\"\n{lines}\n")
     }
@@ -1108,7 +1113,10 @@ tolerance = "exact"
     fn a_finding_names_its_tensor_and_a_piece_of_the_message_and_may_narrow_to_cases() {
         let c = Contract::parse("contracts/good.toml", &with_finding("tensor = \"out\"\nmatches = \"differ\"\ncases = [0]")).unwrap();
         let f = &c.findings[0];
-        assert_eq!((f.tensor.as_str(), f.matches.as_str(), f.cases.as_deref(), f.line), ("out", "differ", Some(&[0usize][..]), 19));
+        assert_eq!(
+            (f.tensor.as_str(), f.matches.as_str(), f.cases.as_deref(), f.line),
+            ("out", "differ", Some(&[0usize][..]), finding_line())
+        );
         assert!(f.covers(Gate::Shapes, "out", 0, "3 of 64 elements differ, first [0, 1]"));
         assert!(!f.covers(Gate::Shapes, "table", 0, "3 of 64 elements differ"), "another tensor");
         assert!(!f.covers(Gate::Shapes, "out", 0, "guard band written"), "another message");
@@ -1119,13 +1127,18 @@ tolerance = "exact"
     #[test]
     fn a_finding_without_tensor_or_matches_or_with_one_that_names_nothing_is_refused() {
         let cases = [
-            ("matches = \"differ\"", "finding[0].tensor", 19, "names the tensor it covers"),
-            ("tensor = \"out\"", "finding[0].matches", 19, "piece of the failure's message"),
-            ("tensor = \"y\"\nmatches = \"differ\"", "finding[0].tensor", 23, "unknown tensor `y`: op tf_embed_dense has table, ids, out"),
-            ("tensor = \"out\"\nmatches = \" \"", "finding[0].matches", 24, "would cover any message"),
-            ("tensor = \"out\"\nmatches = \"differ\"\ncases = [1]", "finding[0].cases", 25, "case 1 is out of range"),
-            ("tensor = \"out\"\nmatches = \"differ\"\ncases = [-1]", "finding[0].cases", 25, "case -1 is out of range"),
-            ("tensor = \"out\"\nmatches = \"differ\"\ncases = []", "finding[0].cases", 25, "covers nothing"),
+            ("matches = \"differ\"", "finding[0].tensor", finding_line(), "names the tensor it covers"),
+            ("tensor = \"out\"", "finding[0].matches", finding_line(), "piece of the failure's message"),
+            (
+                "tensor = \"y\"\nmatches = \"differ\"",
+                "finding[0].tensor",
+                finding_line() + 4,
+                "unknown tensor `y`: op tf_embed_dense has table, ids, out",
+            ),
+            ("tensor = \"out\"\nmatches = \" \"", "finding[0].matches", finding_line() + 5, "would cover any message"),
+            ("tensor = \"out\"\nmatches = \"differ\"\ncases = [1]", "finding[0].cases", finding_line() + 6, "case 1 is out of range"),
+            ("tensor = \"out\"\nmatches = \"differ\"\ncases = [-1]", "finding[0].cases", finding_line() + 6, "case -1 is out of range"),
+            ("tensor = \"out\"\nmatches = \"differ\"\ncases = []", "finding[0].cases", finding_line() + 6, "covers nothing"),
         ];
         for (lines, key, line, words) in cases {
             let e = error(&with_finding(lines));
