@@ -585,7 +585,13 @@ fn finding(
     {
         return Err(source.error(at, key("record"), format!("no record named `{record}`")));
     }
-    let tensors: Vec<&str> = if gate == Gate::Limits { vec![KERNEL_TENSOR] } else { op.tensors.iter().map(|t| t.name).collect() };
+    // `kernel` names what is about the kernel as a whole: its limits, or (shapes) the host
+    // build's static check of its offsets
+    let tensors: Vec<&str> = if gate == Gate::Limits {
+        vec![KERNEL_TENSOR]
+    } else {
+        op.tensors.iter().map(|t| t.name).chain(std::iter::once(KERNEL_TENSOR)).collect()
+    };
     let example =
         if gate == Gate::Limits { KERNEL_TENSOR } else { op.tensors.iter().find(|t| t.role == Role::Output).map_or("", |t| t.name) };
     let tensor = raw
@@ -1133,7 +1139,7 @@ tolerance = "exact"
                 "tensor = \"y\"\nmatches = \"differ\"",
                 "finding[0].tensor",
                 finding_line() + 4,
-                "unknown tensor `y`: op tf_embed_dense has table, ids, out",
+                "unknown tensor `y`: op tf_embed_dense has table, ids, out, kernel",
             ),
             ("tensor = \"out\"\nmatches = \" \"", "finding[0].matches", finding_line() + 5, "would cover any message"),
             ("tensor = \"out\"\nmatches = \"differ\"\ncases = [1]", "finding[0].cases", finding_line() + 6, "case 1 is out of range"),

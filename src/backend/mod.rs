@@ -119,6 +119,9 @@ pub enum MemoryFindingKind {
     /// Two threads' plain stores to one output element with nothing ordering them: two
     /// blocks, or two threads of a block in one barrier interval.
     GlobalRace,
+    /// An offset computed as a 32-bit product and widened to 64 bits afterwards: right for
+    /// every host case, wrong past 2^31 elements (the host build's static check).
+    NarrowOffset,
     /// Two threads' accesses to the same shared byte in one barrier interval, one a write.
     SharedRace,
 }

@@ -26,7 +26,7 @@ const FLAGS: &[&str] =
 
 /// Part of every cache key: what the build does beyond its flags (the `__shared__` rewrite,
 /// the line tables' folder). Change it whenever either changes.
-const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1";
+const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1, narrow-offsets-2";
 
 #[derive(Clone, Debug)]
 pub struct HostCompiler {
@@ -61,6 +61,7 @@ impl HostCompiler {
         if self.is_gcc {
             flags.push("-fno-extern-tls-init".into());
             flags.push("--param=tsan-instrument-func-entry-exit=0".into());
+            flags.push(super::lint::DUMP_FLAG.into());
         } else {
             flags.extend(["-mllvm".into(), "-tsan-instrument-func-entry-exit=0".into()]);
         }
@@ -137,6 +138,7 @@ impl HostCompiler {
             return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or(error));
         }
 
+        write_lint(work, &source.display_path, &original, &lint_path(library))?;
         let renames = shared_symbol_renames(&object_file, &source.display_path)?;
         if !renames.is_empty() {
             let mut objcopy = Command::new("objcopy");
@@ -199,6 +201,30 @@ impl HostCompiler {
             log: log.trim_end().to_string(),
         })
     }
+}
+
+/// The static findings of a built library (one line each), beside it.
+pub fn lint_path(library: &Path) -> PathBuf {
+    let mut name = library.as_os_str().to_owned();
+    name.push(".lint");
+    PathBuf::from(name)
+}
+
+/// The 32-bit offsets of the compile's SSA dump (GCC; none from another compiler, which
+/// writes no dump), written before the library lands, so a library always has its file.
+fn write_lint(work: &Path, display_path: &str, source: &str, path: &Path) -> Result<(), EngineError> {
+    let mut findings = Vec::new();
+    for entry in fs::read_dir(work).map_err(|e| EngineError::Cache { path: work.to_path_buf(), source: e })?.flatten() {
+        if entry.path().extension().is_some_and(|x| x == "ssa")
+            && let Ok(dump) = fs::read_to_string(entry.path())
+        {
+            findings.extend(super::lint::narrow_offsets(&dump, display_path, source));
+        }
+    }
+    let staged = work.join("lint");
+    let text: String = findings.iter().map(|f| format!("{f}\n")).collect();
+    fs::write(&staged, text).map_err(|e| EngineError::Cache { path: staged.clone(), source: e })?;
+    fs::rename(&staged, path).map_err(|e| EngineError::Cache { path: path.to_path_buf(), source: e })
 }
 
 /// `text` inside a C string literal (an `#include` or `#line` name): quotes and backslashes

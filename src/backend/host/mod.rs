@@ -1,9 +1,10 @@
 //! The host backend, the embedded default: kernels compiled by the system C++ compiler and
 //! run on the CPU with GPU block semantics (fibers, barriers, warp exchange, shared memory).
 
-mod compile;
+pub(crate) mod compile;
 mod findings;
 mod gemm;
+mod lint;
 mod runtime;
 mod shared_decls;
 #[cfg(test)]

@@ -122,6 +122,8 @@ pub struct HostModule {
     shared: SharedLayout,
     /// PCs of findings as source lines.
     sites: FindingSites,
+    /// The build's static findings (32-bit offsets), reported with every launch.
+    lint: Vec<String>,
 }
 
 impl HostModule {
@@ -167,7 +169,13 @@ impl HostModule {
             kernels.insert(kernel.clone(), descriptor as usize);
         }
         let sites = FindingSites::new(library_path, &source.display_path);
-        Ok(HostModule { source: source.clone(), library_path: shown, _library: library, run_blocks, kernels, workers, shared, sites })
+        let lint_file = super::compile::lint_path(library_path);
+        let lint = std::fs::read_to_string(&lint_file)
+            .map_err(|e| EngineError::LoadLibrary { library: lint_file.display().to_string(), reason: e.to_string() })?
+            .lines()
+            .map(str::to_string)
+            .collect();
+        Ok(HostModule { source: source.clone(), library_path: shown, _library: library, run_blocks, kernels, workers, shared, sites, lint })
     }
 }
 
@@ -289,6 +297,18 @@ impl Module for HostModule {
                 findings::describe(*kind, first, count, tensors, &self.shared, (dims.dynamic_shared as u64, dims.grid), &self.sites);
             let subject = findings::subject(*kind, first, tensors, &self.shared);
             report.findings.push(MemoryFinding { kind: *kind, subject, count, message });
+        }
+        if let Some(first) = self.lint.first() {
+            let more = match self.lint.len() - 1 {
+                0 => String::new(),
+                n => format!(" (and {n} more such offsets)"),
+            };
+            report.findings.push(MemoryFinding {
+                kind: MemoryFindingKind::NarrowOffset,
+                subject: "kernel".into(),
+                count: self.lint.len() as u64,
+                message: format!("{first}{more}"),
+            });
         }
         for r in &results {
             report.blocks += r.blocks;

@@ -1,0 +1,220 @@
+//! The host build's one static check: an offset computed as a 32-bit product and only then
+//! widened to 64 bits (`p + row * k` with int `row` and `k`, `long long i = blockIdx.x *
+//! blockDim.x + threadIdx.x`). It is right for every shape a host run can hold and wraps on
+//! a GPU once the product passes 2^31, which no host case reaches. GCC's SSA dump of the
+//! kernel source (`-fdump-tree-ssa-lineno`, written by the same compile, before any
+//! optimization) gives every value its type: a conversion to a 64-bit integer of a 32-bit
+//! temporary that is, through `+ - / % << >>` of other temporaries, a product of two
+//! non-constant 32-bit values is a finding. A product stored in a named 32-bit variable first
+//! is the author's stated range and is not followed.
+
+use std::collections::HashMap;
+
+/// The flag that writes the dump beside the object (GCC only).
+pub const DUMP_FLAG: &str = "-fdump-tree-ssa-lineno";
+
+const NARROW: &[&str] = &["int", "unsigned int"];
+const WIDE: &[&str] = &["long int", "long long int", "long unsigned int", "long long unsigned int", "sizetype"];
+
+/// Findings of one SSA dump, for statements in `display_path` (whose text is `source`, to
+/// quote the line), one per source line.
+pub fn narrow_offsets(dump: &str, display_path: &str, source: &str) -> Vec<String> {
+    let mut found: Vec<(u32, String)> = Vec::new();
+    for function in dump.split("\n;; Function ").skip(1) {
+        for (line, text) in in_function(function, display_path, source) {
+            if !found.iter().any(|(l, _)| *l == line) {
+                found.push((line, text));
+            }
+        }
+    }
+    found.sort();
+    found.into_iter().map(|(_, text)| text).collect()
+}
+
+struct Statement<'a> {
+    file: &'a str,
+    line: u32,
+    rhs: &'a str,
+}
+
+fn in_function(function: &str, display_path: &str, source: &str) -> Vec<(u32, String)> {
+    let types = declared_types(function);
+    let mut definitions: HashMap<&str, Statement> = HashMap::new();
+    for line in function.lines() {
+        if let Some((name, statement)) = assignment(line) {
+            definitions.insert(name, statement);
+        }
+    }
+    let type_of = |name: &str| types.get(name).or_else(|| types.get(variable_of(name))).map(String::as_str);
+    let mut out = Vec::new();
+    for statement in definitions.values() {
+        let Some((to, from)) = conversion(statement.rhs) else { continue };
+        if !WIDE.contains(&to) || !type_of(from).is_some_and(|t| NARROW.contains(&t)) || statement.file != display_path {
+            continue;
+        }
+        if let Some(product) = narrow_product(from, &definitions, &type_of, 0) {
+            let quoted = source.lines().nth(statement.line as usize - 1).map(str::trim).unwrap_or("");
+            out.push((
+                statement.line,
+                format!(
+                    "{}:{}: {product} is multiplied in 32 bits and only then widened to 64, so it wraps once it \
+                     passes 2^31 (`{quoted}`; compute it in 64 bits, as `(long long)a * b`)",
+                    statement.file, statement.line
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// `row * keys`, or `a 32-bit product` when an operand is a temporary, if `name` is (built
+/// from) such a product.
+fn narrow_product<'a>(
+    name: &str,
+    definitions: &HashMap<&str, Statement<'a>>,
+    type_of: &dyn Fn(&str) -> Option<&'a str>,
+    depth: usize,
+) -> Option<String> {
+    if depth > 8 || !name.starts_with('_') {
+        return None;
+    }
+    let statement = definitions.get(name)?;
+    if !type_of(name).is_some_and(|t| NARROW.contains(&t)) {
+        return None;
+    }
+    let (left, op, right) = binary(statement.rhs)?;
+    let constant = |s: &str| s.starts_with(|c: char| c.is_ascii_digit() || c == '-');
+    match op {
+        "*" if !constant(left) && !constant(right) => {
+            let shown = |s: &str| if s.starts_with('_') { None } else { Some(variable_of(s).to_string()) };
+            Some(match (shown(left), shown(right)) {
+                (Some(a), Some(b)) => format!("`{a} * {b}`"),
+                _ => "a product of two variables".to_string(),
+            })
+        }
+        "+" | "-" | "/" | "%" | "<<" | ">>" => {
+            [left, right].into_iter().find_map(|operand| narrow_product(operand, definitions, type_of, depth + 1))
+        }
+        _ => None,
+    }
+}
+
+/// `  int _1;` and `  long long int i;` before the first block, and the signature's parameters.
+fn declared_types(function: &str) -> HashMap<String, String> {
+    let mut types = HashMap::new();
+    for line in function.lines() {
+        if let Some(params) = line.strip_suffix(')').and_then(|l| l.split_once(" (")).map(|(_, p)| p)
+            && !line.starts_with(' ')
+        {
+            for param in params.split(',') {
+                if let Some((ty, name)) = param.trim().rsplit_once(' ') {
+                    types.insert(name.to_string(), ty.replace("const ", "").trim().to_string());
+                }
+            }
+        }
+        let Some(decl) = line.strip_prefix("  ").and_then(|l| l.strip_suffix(';')) else { continue };
+        if decl.contains('=') || decl.contains('(') || decl.starts_with(' ') {
+            continue;
+        }
+        if let Some((ty, name)) = decl.rsplit_once(' ') {
+            types.insert(name.to_string(), ty.replace("const ", "").trim().to_string());
+        }
+    }
+    types
+}
+
+/// `  [kernels/x.hip:13:20] _1 = row_3(D) * keys_4(D);`
+fn assignment(line: &str) -> Option<(&str, Statement<'_>)> {
+    let rest = line.trim_start().strip_prefix('[')?;
+    let (location, rest) = rest.split_once("] ")?;
+    let mut parts = location.rsplitn(3, ':');
+    let (_column, line_number, file) = (parts.next()?, parts.next()?, parts.next()?);
+    let (name, rhs) = rest.strip_suffix(';')?.split_once(" = ")?;
+    Some((name, Statement { file, line: line_number.parse().ok()?, rhs }))
+}
+
+/// `(long long int) _1` -> (`long long int`, `_1`).
+fn conversion(rhs: &str) -> Option<(&str, &str)> {
+    let (ty, operand) = rhs.strip_prefix('(')?.split_once(") ")?;
+    (!operand.contains(' ')).then_some((ty, operand))
+}
+
+fn binary(rhs: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = rhs.split(' ');
+    let (left, op, right) = (parts.next()?, parts.next()?, parts.next()?);
+    parts.next().is_none().then_some((left, op, right))
+}
+
+/// `row_30(D)` -> `row`; `i_38` -> `i`.
+fn variable_of(ssa_name: &str) -> &str {
+    let name = ssa_name.strip_suffix("(D)").unwrap_or(ssa_name);
+    match name.rsplit_once('_') {
+        Some((base, version)) if !base.is_empty() && version.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DUMP: &str = "
+;; Function kern (kern, funcdef_no=0, decl_uid=2125, cgraph_uid=1, symbol_order=0)
+
+void kern (const float * scores, int keys, int row, unsigned int bx, unsigned int bd, unsigned int tx, int rows, int k)
+{
+  long long int i;
+  int _1;
+  long unsigned int _2;
+  long long int _4;
+  long long int _5;
+  long long int _6;
+  long unsigned int _7;
+  unsigned int _9;
+  unsigned int _10;
+  int _15;
+  long long int _16;
+  int _23;
+  sizetype _24;
+  long long int _99;
+
+  <bb 2> :
+  [kernels/k.hip:2:33] _1 = row_30(D) * keys_31(D);
+  [kernels/k.hip:2:33] _2 = (long unsigned int) _1;
+  [kernels/k.hip:3:30] _4 = (long long int) row_30(D);
+  [kernels/k.hip:3:47] _5 = (long long int) keys_31(D);
+  [kernels/k.hip:3:45] _6 = _4 * _5;
+  [kernels/k.hip:3:45] _7 = (long unsigned int) _6;
+  [kernels/k.hip:4:20] _9 = bx_35(D) * bd_36(D);
+  [kernels/k.hip:4:25] _10 = tx_37(D) + _9;
+  [kernels/k.hip:4:13] i_38 = (long long int) _10;
+  [kernels/k.hip:6:17] _15 = rows_40(D) * k_41(D);
+  [kernels/k.hip:6:17] _16 = (long long int) _15;
+  [kernels/k.hip:9:17] _23 = w_12 * 32;
+  [kernels/k.hip:9:17] _24 = (sizetype) _23;
+  [kernels/common.h:9:17] _99 = (long long int) _15;
+";
+
+    #[test]
+    fn products_of_two_32_bit_values_widened_to_64_bits_are_named_and_the_rest_pass() {
+        let source = "x\n  const float* s = scores + row * keys;\nx\nx\nx\nx\n";
+        let found = narrow_offsets(DUMP, "kernels/k.hip", source);
+        assert_eq!(found.len(), 3, "{found:#?}");
+        assert_eq!(
+            found[0],
+            "kernels/k.hip:2: `row * keys` is multiplied in 32 bits and only then widened to 64, so it wraps once it passes \
+             2^31 (`const float* s = scores + row * keys;`; compute it in 64 bits, as `(long long)a * b`)"
+        );
+        assert!(found[1].starts_with("kernels/k.hip:4: `bx * bd` is multiplied in 32 bits"), "{}", found[1]);
+        assert!(found[2].starts_with("kernels/k.hip:6: `rows * k` is multiplied in 32 bits"), "{}", found[2]);
+        // the 64-bit product on line 3 and the constant multiple on line 9 pass; common.h is another file
+        assert!(narrow_offsets(DUMP, "kernels/other.hip", source).is_empty());
+    }
+
+    #[test]
+    fn ssa_names_are_read_back_to_their_variables() {
+        assert_eq!(variable_of("row_30(D)"), "row");
+        assert_eq!(variable_of("tile_max_7"), "tile_max");
+        assert_eq!(variable_of("_9"), "_9");
+    }
+}
