@@ -4,7 +4,7 @@
 // Half of warp 0 waits at a barrier the rest of the block never reaches.
 extern "C" __global__ void divergent_barrier(float* x) {
   if (threadIdx.x < 16) __syncthreads();
-  x[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;
+  x[(unsigned long long)blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;
 }
 
 // Two different barriers on the two sides of a branch.

@@ -20,7 +20,7 @@ extern "C" __global__ void block_sum(const float* x, float* out, int n) {
 // a broadcast, ballot / any / all. Seven results per thread.
 extern "C" __global__ void warp_ops(const int* x, int* out) {
   unsigned t = threadIdx.x;
-  int v = x[blockIdx.x * blockDim.x + t];
+  int v = x[(unsigned long long)blockIdx.x * blockDim.x + t];
   int sum32 = v;
   for (int mask = 16; mask > 0; mask >>= 1) sum32 += __shfl_xor(sum32, mask);
   int sum16 = v;
@@ -30,7 +30,7 @@ extern "C" __global__ void warp_ops(const int* x, int* out) {
   int broadcast = __shfl(v, 5);
   unsigned long long ballot = __ballot(v & 1);
   int any_all = __any(v > 1000) * 2 + __all(v >= 0);
-  int* r = out + (blockIdx.x * blockDim.x + t) * 7;
+  int* r = out + ((unsigned long long)blockIdx.x * blockDim.x + t) * 7;
   r[0] = sum32; r[1] = sum16; r[2] = down; r[3] = up; r[4] = broadcast; r[5] = (int)(ballot & 0xffffffffu); r[6] = any_all;
 }
 
@@ -47,18 +47,18 @@ extern "C" __global__ void atomics(const float* x, int n, int* count, float* tot
 extern "C" __global__ void dynamic_reverse(const float* x, float* y) {
   extern __shared__ float stage[];
   unsigned t = threadIdx.x, n = blockDim.x;
-  stage[t] = x[blockIdx.x * n + t];
+  stage[t] = x[(unsigned long long)blockIdx.x * n + t];
   __syncthreads();
-  y[blockIdx.x * n + t] = stage[n - 1 - t];
+  y[(unsigned long long)blockIdx.x * n + t] = stage[n - 1 - t];
 }
 
 // The last thread reads a shared slot nobody wrote in this block.
 extern "C" __global__ void unwritten_shared(const float* x, float* y) {
   __shared__ float buffer[256];
   unsigned t = threadIdx.x;
-  if (t + 1 < blockDim.x) buffer[t] = x[blockIdx.x * blockDim.x + t];
+  if (t + 1 < blockDim.x) buffer[t] = x[(unsigned long long)blockIdx.x * blockDim.x + t];
   __syncthreads();
-  y[blockIdx.x * blockDim.x + t] = buffer[(t + 1) % blockDim.x];
+  y[(unsigned long long)blockIdx.x * blockDim.x + t] = buffer[(t + 1) % blockDim.x];
 }
 
 // Stores through the shared header with a dtype code from the caller.
@@ -71,5 +71,5 @@ extern "C" __global__ void coordinates(int* out) {
   int bx = blockIdx.x, by = blockIdx.y, tx = threadIdx.x, ty = threadIdx.y;
   int block = by * gridDim.x + bx;
   int thread = ty * blockDim.x + tx;
-  out[block * blockDim.x * blockDim.y + thread] = block * 1000 + thread;
+  out[(unsigned long long)block * blockDim.x * blockDim.y + thread] = block * 1000 + thread;
 }
