@@ -101,7 +101,7 @@ impl HostCompiler {
         let original = fs::read_to_string(&source.path).map_err(|e| EngineError::ReadSource { path: source.path.clone(), source: e })?;
         let (rewritten, _) = super::shared_decls::rewrite(&original);
         let copy = work.join("source.hip");
-        let text = format!("#line 1 \"{}\"\n{rewritten}", c_string_body(&source.display_path));
+        let text = format!("#line 1 \"{}\"\n{rewritten}", crate::backend::c_string_body(&source.display_path));
         fs::write(&copy, text).map_err(|e| EngineError::Cache { path: copy.clone(), source: e })?;
         let wrapper = work.join("wrap.cpp");
         // beside the wrapper: a quoted include needs no path, whatever the cache folder is called
@@ -115,16 +115,19 @@ impl HostCompiler {
         let compiler = |input: &Path| {
             let mut command = Command::new(&self.program);
             command.args(flags);
-            if let Some(prefix) = source_prefix {
+            if let Some(map) = source_prefix.and_then(|prefix| prefix_map("-ffile-prefix-map", prefix, "")) {
                 // barrier sites, traps and line tables name `kernels/x.hip:12`, not an absolute path
-                command.arg(format!("-ffile-prefix-map={prefix}="));
+                command.arg(map);
             }
             // the copy's quoted includes resolve as the source's own
             if let Some(dir) = source.path.parent() {
                 command.arg("-iquote").arg(dir);
             }
             // the line tables' folder is `.`, not wherever the run started
-            command.current_dir(work).arg(format!("-fdebug-prefix-map={}=.", work.display()));
+            command.current_dir(work);
+            if let Some(map) = work.to_str().and_then(|work| prefix_map("-fdebug-prefix-map", work, ".")) {
+                command.arg(map);
+            }
             for dir in &source.include_dirs {
                 command.arg("-I").arg(dir);
             }
@@ -201,10 +204,12 @@ impl HostCompiler {
     }
 }
 
-/// `text` inside a C string literal (an `#include` or `#line` name): quotes and backslashes
-/// escaped, so a file name with either still names that file.
-fn c_string_body(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('"', "\\\"")
+/// `-f...-prefix-map=from=to`, which the compilers split at the first `=`: a folder whose
+/// name holds one cannot be mapped (the names then stay absolute), and is left unmapped
+/// rather than mapped wrongly. Spaces, quotes and newlines need nothing: the argument goes to
+/// the compiler as it is, through no shell.
+fn prefix_map(flag: &str, from: &str, to: &str) -> Option<String> {
+    (!from.contains('=')).then(|| format!("{flag}={from}={to}"))
 }
 
 /// The part of the absolute path before the display path (`/repo/` for `kernels/x.hip`).
