@@ -11,6 +11,7 @@ use engine::shape_expr::{ShapeExpr, Symbols};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::confine::{Confinement, Escape};
 use crate::gate::{Fault, Gate, Planted};
 use crate::inputs::{Generator, InputSpec};
 use crate::limits::{self, Limits};
@@ -239,6 +240,14 @@ impl Source<'_> {
         ContractError { file: self.file.to_string(), line: self.line_of(offset), key: key.into(), message: message.into() }
     }
 
+    /// Every string and key plain text: each may end up in a printed line.
+    pub fn plain_text(&self) -> Result<(), ContractError> {
+        match crate::text::first_unprintable(self.text) {
+            Some(u) => Err(self.error(u.offset, &u.key, u.message())),
+            None => Ok(()),
+        }
+    }
+
     /// A TOML syntax or type error, with the key named where the message or the line tells it.
     pub fn toml_error(&self, e: &toml::de::Error) -> ContractError {
         let offset = e.span().map_or(0, |s| s.start);
@@ -295,6 +304,7 @@ impl Contract {
 
     pub fn parse(file: &str, text: &str) -> Result<Contract, ContractError> {
         let source = Source { file, text };
+        source.plain_text()?;
         let raw: RawContract = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
 
         let op = engine::ops::find(raw.op.get_ref()).ok_or_else(|| {
@@ -514,7 +524,8 @@ impl Contract {
                 if let Generator::Int { low, high } = &generator.generator {
                     let range = low.evaluate(&case.symbols).and_then(|l| Ok((l, high.evaluate(&case.symbols)?)));
                     let problem = match range {
-                        Ok((l, h)) if l < h => continue,
+                        Ok((l, h)) if l < h && h.checked_sub(l).is_some() => continue,
+                        Ok((l, h)) if l < h => format!("int({l}, {h}) is wider than i64 holds (its width {h} - {l} overflows)"),
                         Ok((l, h)) => format!("int({l}, {h}) is an empty range"),
                         Err(e) => e,
                     };
@@ -782,6 +793,18 @@ fn tolerances(
     Ok(map)
 }
 
+/// The gate a control is planted at: one that some backend runs.
+fn planted_gate(source: &Source, gate: &Spanned<String>) -> Result<Gate, ContractError> {
+    let at = gate.span().start;
+    let parsed = Gate::parse(gate.get_ref()).map_err(|e| source.error(at, "gate", e))?;
+    if !Gate::RUN_BY_A_BACKEND.contains(&parsed) {
+        let run: Vec<&str> = Gate::RUN_BY_A_BACKEND.iter().map(|g| g.name()).collect();
+        let message = format!("no backend runs gate `{parsed}` (they run {}): a control planted there could never go red", run.join(", "));
+        return Err(source.error(at, "gate", message));
+    }
+    Ok(parsed)
+}
+
 /// A planted faulty kernel and where it must go red: at a gate, or with a fault (a crash, a
 /// timeout, a device fault) that the runner sees from outside the record's process.
 #[derive(Clone, Debug)]
@@ -801,9 +824,11 @@ pub struct Control {
     pub timeout_seconds: Option<u64>,
     /// Planted for `--strict-limits` (figures that moved within budget): runs only under it.
     pub strict_limits: bool,
-    /// Where `contract` and `record` are: only the runner can tell they name nothing.
+    /// Where `contract` and `record` are: only the runner can tell they name nothing. And
+    /// where `source` is: only the runner knows the include folders its kernel is built with.
     contract_line: usize,
     record_line: usize,
+    source_line: usize,
 }
 
 #[derive(Deserialize)]
@@ -832,9 +857,10 @@ impl Control {
     /// `dir` is the folder of the control; `repository` the root reports name paths from.
     pub fn parse(file: &str, text: &str, dir: &Path, repository: &Path) -> Result<Control, ContractError> {
         let source = Source { file, text };
+        source.plain_text()?;
         let raw: RawControl = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
         let planted = match (&raw.gate, &raw.fault) {
-            (Some(gate), None) => Planted::Gate(Gate::parse(gate.get_ref()).map_err(|e| source.error(gate.span().start, "gate", e))?),
+            (Some(gate), None) => Planted::Gate(planted_gate(&source, gate)?),
             (None, Some(fault)) => Planted::Fault(Fault::parse(fault.get_ref()).map_err(|e| source.error(fault.span().start, "fault", e))?),
             (Some(_), Some(fault)) => {
                 return Err(source.error(fault.span().start, "fault", "a control is planted at a gate or with a fault, not both"));
@@ -870,10 +896,16 @@ impl Control {
             return Err(source.error(at, "source", format!("`{}` must be a file beside the control", relative.display())));
         }
         let kernel = dir.join(relative);
-        if !kernel.is_file() {
-            return Err(source.error(at, "source", format!("no such file {}", kernel.display())));
-        }
         let source_display = kernel.strip_prefix(repository).unwrap_or(&kernel).display().to_string();
+        // beside the control by name, and, with every symlink followed, still in the
+        // repository or in the control's own folder (one the user gave on the command line)
+        let shown = crate::text::escaped(&source_display).into_owned();
+        match Confinement::new([repository, dir]).resolve(&kernel, &shown) {
+            Ok(real) if real.is_file() => {}
+            Ok(_) => return Err(source.error(at, "source", format!("`{shown}` is not a file"))),
+            Err(Escape::Unresolved { .. }) => return Err(source.error(at, "source", format!("no such file {shown}"))),
+            Err(e) => return Err(source.error(at, "source", e.to_string())),
+        }
         Ok(Control {
             file: file.to_string(),
             arch,
@@ -887,6 +919,7 @@ impl Control {
             strict_limits,
             contract_line: source.line_of(raw.contract.span().start),
             record_line: source.line_of(raw.record.span().start),
+            source_line: source.line_of(at),
         })
     }
 
@@ -895,9 +928,14 @@ impl Control {
         self.arch.is_empty() || self.arch.iter().any(|a| a == arch || (a == "host" && arch.starts_with("host-")))
     }
 
-    /// An error at the control's `contract` or `record`, found when the contracts are loaded.
+    /// An error at the control's `contract`, `record` or `source`, found when the contracts
+    /// are loaded.
     pub fn error(&self, key: &str, message: impl Into<String>) -> ContractError {
-        let line = if key == "record" { self.record_line } else { self.contract_line };
+        let line = match key {
+            "record" => self.record_line,
+            "source" => self.source_line,
+            _ => self.contract_line,
+        };
         ContractError { file: self.file.clone(), line, key: key.to_string(), message: message.into() }
     }
 
@@ -955,6 +993,36 @@ mod control_tests {
         assert!(control(&format!("{BASE}gate = \"shapes\"")).unwrap().runs_on("sm_90"));
         let empty = control(&format!("{BASE}gate = \"shapes\"\narch = []")).unwrap_err();
         assert_eq!(empty.key, "arch", "{empty}");
+    }
+
+    #[test]
+    fn a_gate_no_backend_runs_and_text_that_is_not_plain_are_refused() {
+        let e = control(&format!("{BASE}gate = \"seams\"")).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (5, "gate"), "{e}");
+        assert!(e.message.contains("no backend runs gate `seams`"), "{e}");
+        for escape in ["\\n", "\\u001b[31m", "\\u0000", "\\u202e"] {
+            for (key, line) in [("contract", 1), ("record", 2), ("bug", 3)] {
+                let text = format!("{BASE}gate = \"repeat\"").replacen(&format!("{key} = \""), &format!("{key} = \"x{escape}"), 1);
+                let e = control(&text).unwrap_err();
+                assert_eq!((e.line, e.key.as_str()), (line, key), "{text}: {e}");
+                assert!(e.message.contains("plain printable text in one line"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_source_that_leads_outside_by_a_symlink_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repository, outside) = (dir.path().join("repo"), dir.path().join("outside.hip"));
+        std::fs::create_dir_all(repository.join("controls")).unwrap();
+        std::fs::write(&outside, "").unwrap();
+        std::os::unix::fs::symlink(&outside, repository.join("controls/k.hip")).unwrap();
+        let e =
+            Control::parse("controls/c.toml", &format!("{BASE}gate = \"repeat\""), &repository.join("controls"), &repository).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (4, "source"), "{e}");
+        assert!(e.message.contains("`controls/k.hip` resolves outside the repository"), "{e}");
+        let e = control(&format!("{BASE}gate = \"repeat\"").replace("k.hip", "none.hip")).unwrap_err();
+        assert_eq!(e.message, "no such file none.hip", "{e}");
     }
 
     #[test]
@@ -1104,6 +1172,35 @@ tolerance = "exact"
         }
         let e = error("op = [");
         assert_eq!(e.line, 1, "{e}");
+    }
+
+    #[test]
+    fn names_and_texts_are_plain_text_in_one_line() {
+        let cases = [
+            ("op = \"tf_embed_dense\"", "op = \"tf_embed_dense\\u001b[2J\"", "op", 1),
+            ("name = \"fp32 table, f32 out\"", "name = \"fp32\\u0000 table\"", "record[0].name", 5),
+            ("about = \"gather\"", "about = \"gather\\nrows\"", "about", 2),
+            ("out = \"f32\" }", "\"o\\tut\" = \"f32\" }", "record[0].dtypes.o\\tut", 6),
+        ];
+        for (from, to, key, line) in cases {
+            let e = error(&GOOD.replace(from, to));
+            assert_eq!((e.key.as_str(), e.line), (key, line), "{to}: {e}");
+            assert!(e.message.contains("plain printable text in one line"), "{to}: {e}");
+        }
+        let e = error(&with_finding("tensor = \"out\"\nmatches = \"differ\"").replace("flushes subnormals", "flushes\\nsubnormals"));
+        assert_eq!(e.key, "finding[0].reason", "{e}");
+        assert!(e.message.contains("a line break (U+000A)"), "{e}");
+    }
+
+    #[test]
+    fn an_int_range_wider_than_i64_is_refused_not_wrapped() {
+        let e = error(&GOOD.replace("int(0, vocab)", "int(-9223372036854775807, 9223372036854775807)"));
+        assert_eq!((e.key.as_str(), e.line), ("inputs.ids", 13), "{e}");
+        assert!(e.message.contains("is wider than i64 holds"), "{e}");
+        let e = error(&GOOD.replace("int(0, vocab)", "int(0, 9223372036854775808)"));
+        assert!(e.key == "inputs.ids" && e.message.contains("out of range"), "{e}");
+        let e = error(&GOOD.replace("int(0, vocab)", "int(0, 9223372036854775807 + vocab)"));
+        assert!(e.key == "inputs.ids" && e.message.contains("overflow"), "{e}");
     }
 
     /// The line of `[[finding]]` in `with_finding`'s contract: after GOOD and a blank line.

@@ -38,8 +38,10 @@ impl SeededStream {
 
     /// Uniform integer in [low, high) (multiply-shift, no modulo bias worth naming).
     pub fn next_int(&mut self, low: i64, high: i64) -> i64 {
-        let range = (high - low) as u128;
-        low + ((self.next_u64() as u128 * range) >> 64) as i64
+        // in i128: no range of two i64 bounds overflows there, and the values of every range
+        // that fits i64 are what they always were
+        let range = (high as i128 - low as i128) as u128;
+        (low as i128 + ((self.next_u64() as u128 * range) >> 64) as i128) as i64
     }
 }
 
@@ -495,6 +497,9 @@ impl Generator {
                 let (l, h) = (low.evaluate(symbols)?, high.evaluate(symbols)?);
                 if l >= h {
                     return Err(format!("int({l}, {h}) is an empty range"));
+                }
+                if h.checked_sub(l).is_none() {
+                    return Err(format!("int({l}, {h}) is wider than i64 holds (its width {h} - {l} overflows)"));
                 }
                 (l, h)
             }

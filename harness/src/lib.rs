@@ -2,6 +2,7 @@
 //! the engine's own launchers, checked at gates against f64 oracles, with planted faulty
 //! controls that prove the gates can go red.
 
+pub mod confine;
 pub mod contract;
 pub mod format;
 pub mod gate;
@@ -15,4 +16,5 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod scale;
+pub mod text;
 pub mod tolerance;

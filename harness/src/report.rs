@@ -150,8 +150,10 @@ pub fn detail_lines(r: &RecordResult) -> Vec<String> {
     r.error.as_deref().map(|e| e.lines().skip(1).map(|l| format!("    {l}")).collect()).unwrap_or_default()
 }
 
+/// `file:line: error: `key`: message`, on one line whatever a file name holds.
 pub fn contract_error_line(e: &crate::contract::ContractError) -> String {
-    format!("{}:{}: error: `{}`: {}", e.file, e.line, e.key, e.message)
+    let escaped = crate::text::escaped;
+    format!("{}:{}: error: `{}`: {}", escaped(&e.file), e.line, escaped(&e.key), escaped(&e.message))
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -261,13 +263,69 @@ pub fn json(report: &RunReport, summary: &Summary) -> String {
     serde_json::to_string_pretty(&view).expect("report serializes")
 }
 
-pub fn write_json(path: &Path, report: &RunReport, summary: &Summary) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+/// Why the report was not written. The run's lines and SUMMARY print all the same.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("it is a symbolic link; the report is written only to a regular file, never through a link")]
+    Symlink,
+    #[error("it is {0}, not a regular file")]
+    NotRegular(&'static str),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What stands at `path`, refused unless it is nothing yet or a regular file (a link would
+/// send the report elsewhere; a rename over a device node or a folder would replace it).
+fn refuse_non_regular(path: &Path) -> Result<(), WriteError> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+        Ok(meta) => meta.file_type(),
+    };
+    if kind.is_symlink() {
+        return Err(WriteError::Symlink);
     }
-    let staged = path.with_extension("json.partial");
-    std::fs::write(&staged, json(report, summary))?;
-    std::fs::rename(staged, path)
+    let named = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device node"
+    } else if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "something else"
+    };
+    Err(WriteError::NotRegular(named))
+}
+
+/// The report, whole or not at all: written to a temporary file of a name no one else has
+/// (created new, so never through a link planted at it) in the report's folder, then
+/// renamed over `path`, which must be a regular file or nothing.
+pub fn write_json(path: &Path, report: &RunReport, summary: &Summary) -> Result<(), WriteError> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    refuse_non_regular(path)?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().map_or("report".into(), |n| n.to_string_lossy());
+    let mut staged = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".partial")
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)?;
+    staged.write_all(json(report, summary).as_bytes())?;
+    staged.as_file().sync_all()?;
+    // again just before the rename: what stands there now is what would be replaced
+    refuse_non_regular(path)?;
+    staged.persist(path).map_err(|e| WriteError::Io(e.error))?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -435,6 +493,57 @@ mod tests {
         .flat_map(|r| std::iter::once(record_line(r)).chain(detail_lines(r)))
         .collect();
         insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    fn empty_report() -> RunReport {
+        RunReport {
+            arch: "host-x86_64".into(),
+            backend: "host".into(),
+            toolchain: "g++".into(),
+            seed: 1,
+            repeats: 3,
+            gates_run: vec![Gate::Nonfinite, Gate::Repeat, Gate::Shapes],
+            contract_errors: Vec::new(),
+            records: vec![record("a", Outcome::Pass, "exact")],
+            controls: Vec::new(),
+            controls_not_applicable: Vec::new(),
+            cases_not_run: Vec::new(),
+            timing: Timing::default(),
+        }
+    }
+
+    #[test]
+    fn the_report_goes_only_to_a_regular_file_never_through_a_link() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let report = empty_report();
+        let summary = Summary::of(&report);
+        let path = dir.path().join("out/r.json");
+        write_json(&path, &report, &summary).unwrap();
+        write_json(&path, &report, &summary).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(json["summary_line"], summary.line());
+        // nothing left beside it
+        assert_eq!(std::fs::read_dir(dir.path().join("out")).unwrap().count(), 1);
+
+        let target = dir.path().join("target.txt");
+        std::fs::write(&target, "untouched").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(matches!(write_json(&link, &report, &summary), Err(WriteError::Symlink)));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        let e = write_json(dir.path(), &report, &summary).unwrap_err();
+        assert_eq!(e.to_string(), "it is a folder, not a regular file");
+        // a device node is refused the same way (not tried here on a real one: run as root, a
+        // rename over /dev/null is what this guards against)
+        let fifo = dir.path().join("fifo.json");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that outlives the call
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+        let e = write_json(&fifo, &report, &summary).unwrap_err();
+        assert_eq!(e.to_string(), "it is a named pipe, not a regular file");
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use engine::ops::{OpCall, Role};
 use engine::tensor::Tensor;
 use serde::Serialize;
 
+use crate::confine::Confinement;
 use crate::contract::{Case, Contract, ContractError, Control, Finding, KERNEL_TENSOR, NonfinitePolicy, Record};
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
@@ -406,6 +407,7 @@ pub(crate) fn load(
 ) -> (Vec<Contract>, Vec<Control>) {
     // contracts, one op each
     let mut contracts: Vec<Contract> = Vec::new();
+    let confined = confinement(settings);
     if !settings.contracts_dir.is_dir() {
         report.contract_errors.push(ContractError {
             file: display(&settings.root, &settings.contracts_dir),
@@ -415,7 +417,7 @@ pub(crate) fn load(
         });
     }
     for path in toml_files(&settings.contracts_dir) {
-        let loaded = Contract::load(&path, &display(&settings.root, &path));
+        let loaded = found_inside(&confined, settings, &path).and_then(|()| Contract::load(&path, &display(&settings.root, &path)));
         match loaded.and_then(|c| crate::scale::check_absolute_tolerances(&c, settings.seed).map(|()| c)) {
             Ok(c) => {
                 if let Some(first) = contracts.iter().find(|x| x.op.name == c.op.name) {
@@ -426,7 +428,10 @@ pub(crate) fn load(
                         message: format!("op `{}` already has a contract: {}", c.op.name, first.file),
                     });
                 } else if settings.only.is_empty() || settings.only.iter().any(|o| o == c.op.name) {
-                    contracts.push(c);
+                    match kernel_inside(&confined, settings, &c) {
+                        Ok(()) => contracts.push(c),
+                        Err(e) => report.contract_errors.push(e),
+                    }
                 }
             }
             Err(e) => report.contract_errors.push(e),
@@ -436,7 +441,9 @@ pub(crate) fn load(
     let mut not_applicable: Vec<String> = Vec::new();
     if settings.run_controls {
         for path in control_files(&settings.controls_dir) {
-            let control = Control::load(&path, &display(&settings.root, &path), &settings.root).and_then(|c| {
+            let loaded = found_inside(&confined, settings, &path)
+                .and_then(|()| Control::load(&path, &display(&settings.root, &path), &settings.root));
+            let control = loaded.and_then(|c| {
                 if engine::ops::find(&c.contract).is_none() {
                     // said even when --only leaves the op out: a control for no op is wrong everywhere
                     return Err(c.error("contract", format!("no op `{}` in the engine, so no contract for it", c.contract)));
@@ -454,8 +461,10 @@ pub(crate) fn load(
                         c.error("record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")))
                     );
                 }
-                if !control_applies(&c, arch, gates_run, settings) {
-                    not_applicable.push(format!("{} ({})", c.file, c.planted));
+                let include_dirs = [settings.kernels_dir.clone()];
+                confined.includes(&c.source, &c.source_display, &include_dirs).map_err(|e| c.error("source", e.to_string()))?;
+                if let Some(why) = not_run_here(&c, arch, gates_run, settings) {
+                    not_applicable.push(format!("{} ({}): {why}", c.file, c.planted));
                     return Ok(None);
                 }
                 Ok(Some(c))
@@ -504,17 +513,67 @@ pub fn cases_not_run(contract: &Contract, arch: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether a control can go red here: its gate runs, its arch is this one, and a planted
-/// crash or timeout only where records run in child processes (in one process it would take
-/// the whole run down); a device fault only on a GPU; a control planted for strict limits
-/// only under `--strict-limits`.
-fn control_applies(control: &Control, arch: &str, gates_run: &[Gate], settings: &Settings) -> bool {
-    let possible = match control.planted {
-        Planted::Gate(gate) => gates_run.contains(&gate),
-        Planted::Fault(Fault::Crash | Fault::Timeout) => settings.isolated,
-        Planted::Fault(Fault::DeviceFault) => settings.isolated && !arch.starts_with("host"),
-    };
-    possible && control.runs_on(arch) && (!control.strict_limits || settings.strict_limits)
+/// Why a control cannot go red here, if it cannot: its gate does not run, its arch is
+/// another, a planted crash or timeout outside child processes (in one process it would take
+/// the whole run down), a device fault without a GPU, or a control planted for strict limits
+/// without `--strict-limits`.
+fn not_run_here(control: &Control, arch: &str, gates_run: &[Gate], settings: &Settings) -> Option<String> {
+    let gates = || gates_run.iter().map(|g| g.name()).collect::<Vec<_>>().join(", ");
+    match control.planted {
+        Planted::Gate(gate) if !gates_run.contains(&gate) => {
+            return Some(format!("gate {gate} does not run on {arch} (this run's gates: {})", gates()));
+        }
+        Planted::Fault(fault @ (Fault::Crash | Fault::Timeout)) if !settings.isolated => {
+            return Some(format!("a planted {fault} needs records in child processes (not with --in-process)"));
+        }
+        Planted::Fault(Fault::DeviceFault) if arch.starts_with("host") => return Some("a device fault needs a GPU".into()),
+        Planted::Fault(Fault::DeviceFault) if !settings.isolated => {
+            return Some("a device fault needs records in child processes (not with --in-process)".into());
+        }
+        _ => {}
+    }
+    if !control.runs_on(arch) {
+        return Some(format!("planted for {} only", control.arch.join(", ")));
+    }
+    (control.strict_limits && !settings.strict_limits).then(|| "planted for --strict-limits, which this run does not use".to_string())
+}
+
+/// What a contract's or control's files may resolve into: the repository and the folders
+/// given on the command line.
+fn confinement(settings: &Settings) -> Confinement {
+    Confinement::new([&settings.root, &settings.contracts_dir, &settings.controls_dir, &settings.kernels_dir].map(PathBuf::as_path))
+}
+
+/// A contract or control file found in its folder, refused when it is a symlink that leads
+/// outside (it would be read as one of the repository's).
+fn found_inside(confined: &Confinement, settings: &Settings, path: &Path) -> Result<(), ContractError> {
+    let shown = display(&settings.root, path);
+    confined.resolve(path, &shown).map(|_| ()).map_err(|e| ContractError {
+        file: shown,
+        line: 1,
+        key: "(file)".into(),
+        message: e.to_string(),
+    })
+}
+
+/// The op's kernel in the kernels folder, and every header it includes, inside; said at the
+/// contract's `op`, which names that kernel.
+fn kernel_inside(confined: &Confinement, settings: &Settings, contract: &Contract) -> Result<(), ContractError> {
+    let Some(source) = contract.op.source else { return Ok(()) };
+    let path = settings.kernels_dir.join(source);
+    // a missing kernel is the build's to report, as a record error
+    if path.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    let shown = display(&settings.root, &path);
+    let checked =
+        confined.resolve(&path, &shown).and_then(|_| confined.includes(&path, &shown, std::slice::from_ref(&settings.kernels_dir)));
+    checked.map_err(|e| ContractError {
+        file: contract.file.clone(),
+        line: contract.op_line,
+        key: "op".into(),
+        message: format!("the op's kernel: {e}"),
+    })
 }
 
 /// The kernel a record runs: its control's faulty copy, else its contract's kernel; none for

@@ -15,11 +15,17 @@ fn root() -> PathBuf {
 }
 
 fn contracts(args: &[&str]) -> (i32, Vec<String>, String) {
+    contracts_in(&root(), args)
+}
+
+/// The binary run from `cwd` (the repository, as users and the device runs do), on the
+/// shared kernel cache.
+fn contracts_in(cwd: &Path, args: &[&str]) -> (i32, Vec<String>, String) {
     let out: Output = Command::new(env!("CARGO_BIN_EXE_contracts"))
         .args(args)
         .arg("--cache-dir")
         .arg(root().join("target/kernel-cache"))
-        .current_dir(root())
+        .current_dir(cwd)
         .output()
         .expect("run contracts");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -79,6 +85,47 @@ fn the_main_job_passes_every_record_and_every_control_goes_red_as_planted() {
     let outputs = first["cases"][0]["outputs"].as_object().unwrap();
     assert!(!outputs.is_empty() && outputs.values().all(|m| m["max_ulp"].is_u64() && m["mismatches"] == 0), "{outputs:?}");
     assert_eq!(json["exit_code"], 0);
+}
+
+#[test]
+fn the_main_job_runs_from_a_root_named_with_a_space_a_quote_and_a_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    // where the OS refuses a newline in a name, the space and the quote still make the point
+    let odd = ["kc root \"q\"\nline", "kc root \"q\""]
+        .iter()
+        .map(|name| dir.path().join(name))
+        .find(|p| std::fs::create_dir(p).is_ok())
+        .expect("a folder named with a space and a quote");
+    for folder in ["contracts", "controls", "kernels"] {
+        copy_dir(&root().join(folder), &odd.join(folder));
+    }
+    // a control whose file name has a space, with a first line no other run has, so that its
+    // build is never the cache's: the compiler sees the folder's name every time
+    let run = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let kernel = std::fs::read_to_string(root().join("controls/add_whole_blocks_only.hip")).unwrap();
+    std::fs::write(odd.join("controls/add whole blocks.hip"), format!("// the odd-root test, run {run}\n{kernel}")).unwrap();
+    let control = std::fs::read_to_string(root().join("controls/add_whole_blocks_only.toml"))
+        .unwrap()
+        .replace("source = \"add_whole_blocks_only.hip\"", "source = \"add whole blocks.hip\"")
+        .replace("bug = \"assumes", "bug = \"(in a file named with a space) assumes");
+    std::fs::write(odd.join("controls/add whole blocks.toml"), control).unwrap();
+
+    // no --root and no --report: the root is found from the current folder, the report goes under it
+    let (code, lines, stderr) = contracts_in(&odd, &[]);
+    let output = format!("{}\n{stderr}", lines.join("\n"));
+    assert_eq!(code, 0, "{output}");
+    let n = summary_numbers(lines.last().unwrap());
+    let (kernels, pass, fail, controls, red, missed) = (n[0], n[1], n[2], n[4], n[5], n[6]);
+    assert!(kernels >= 5 && controls >= 7, "{output}");
+    assert_eq!((pass, fail, red, missed), (kernels, 0, controls, 0), "{output}");
+    let spaced = lines.iter().find(|l| l.starts_with("tf_add ((in a file named with a space) assumes")).expect(&output);
+    assert!(spaced.contains(" red at repeat as planted: "), "{spaced}");
+    assert!(lines.iter().any(|l| l.ends_with("; report reports/last/host-x86_64.json")), "{output}");
+    let report = std::fs::read_to_string(odd.join("reports/last/host-x86_64.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(json["summary_line"], lines.last().unwrap().as_str());
+    let sources: Vec<&str> = json["controls"].as_array().unwrap().iter().filter_map(|c| c["control"]["source"].as_str()).collect();
+    assert!(sources.contains(&"controls/add whole blocks.hip"), "{sources:?}");
 }
 
 #[test]
@@ -179,7 +226,10 @@ fn hip_without_a_device_exits_2_with_hips_error_and_auto_falls_back_to_host() {
             && (stderr.contains("hipErrorInvalidDevice (101)") || stderr.contains("hipErrorNoDevice (100)")),
         "{stderr}"
     );
-    let (code, lines, _) = contracts(&["--backend", "auto", "--only", "tf_softmax_stats", "--no-controls", "--report", "/dev/null"]);
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let (code, lines, _) =
+        contracts(&["--backend", "auto", "--only", "tf_softmax_stats", "--no-controls", "--report", report.to_str().unwrap()]);
     assert!(
         lines[0].starts_with("backend auto: no HIP device") && lines[0].contains("libcuda.so.1") && lines[0].ends_with("using host"),
         "{lines:?}"
@@ -272,15 +322,13 @@ fn fault_controls_go_red_with_their_cause_and_every_other_record_reads_as_withou
         .concat(),
     );
     assert_eq!(code, 0, "{}\n{stderr}", without.join("\n"));
-    let kept: Vec<String> =
-        result_lines(&with).into_iter().filter(|l| l != crash && l != hang && !l.contains(" controls not run on ")).collect();
+    // the controls not run, each on an indented line with its reason, differ by the fault controls
+    let not_run = |l: &String| l.contains(" controls not run on ") || l.starts_with("    ");
+    let kept: Vec<String> = result_lines(&with).into_iter().filter(|l| l != crash && l != hang && !not_run(l)).collect();
     // the copied controls are named by their absolute folder (outside the root)
     let copied = format!("{}/", controls.display());
-    let baseline: Vec<String> = result_lines(&without)
-        .into_iter()
-        .filter(|l| !l.contains(" controls not run on "))
-        .map(|l| l.replace(&copied, "controls/"))
-        .collect();
+    let baseline: Vec<String> =
+        result_lines(&without).into_iter().filter(|l| !not_run(l)).map(|l| l.replace(&copied, "controls/")).collect();
     assert_eq!(kept, baseline);
     let (a, b) = (summary_numbers(with.last().unwrap()), summary_numbers(without.last().unwrap()));
     assert_eq!((a[0], a[1], a[4], a[5]), (b[0], b[1], b[4] + 2, b[5] + 2), "{}\n{}", with.last().unwrap(), without.last().unwrap());
@@ -352,7 +400,9 @@ fn killing_a_child_mid_run_loses_no_other_record_and_the_report_is_whole() {
         assert!(line(&format!("tf_add ({record}) ERROR: ")).contains("timed out after 3 s"), "{output}");
     }
     // every other record exactly as in a run where nothing was killed
-    let (code, baseline, _) = contracts(&["--only", "tf_softmax_stats", "--only", "tf_cast", "--no-controls", "--report", "/dev/null"]);
+    let baseline_report = dir.path().join("baseline.json");
+    let (code, baseline, _) =
+        contracts(&["--only", "tf_softmax_stats", "--only", "tf_cast", "--no-controls", "--report", baseline_report.to_str().unwrap()]);
     assert_eq!(code, 0);
     let others: Vec<String> = result_lines(&lines).into_iter().filter(|l| !l.starts_with("tf_add ")).collect();
     assert_eq!(others, result_lines(&baseline));

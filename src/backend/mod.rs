@@ -24,6 +24,26 @@ pub struct KernelSource {
     pub include_dirs: Vec<PathBuf>,
 }
 
+/// `text` as the inside of a C string literal, for the file name of a generated `#line`
+/// directive: quotes and backslashes escaped, and every control character (a newline in a
+/// folder's name) as an octal escape, so the name still names that file and the directive
+/// stays one line.
+pub fn c_string_body(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '"' => {
+                out.push('\\');
+                out.push(c);
+            }
+            // three digits always: a digit after the escape cannot extend it
+            c if c.is_ascii_control() => out.push_str(&format!("\\{:03o}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// One argument of a kernel launch, by value, in the kernel's parameter order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum KernelArg {

@@ -127,14 +127,30 @@ enum Subcommand {
     Record,
 }
 
-fn find_root() -> PathBuf {
-    let is_root = |p: &Path| p.join("contracts").is_dir() && p.join("kernels/host/prelude.h").is_file();
-    if let Ok(cwd) = std::env::current_dir()
-        && let Some(found) = cwd.ancestors().find(|p| is_root(p))
-    {
-        return found.to_path_buf();
+/// The repository, without `--root`: the nearest folder holding `contracts/`, from the
+/// current folder upward. Never a folder compiled into the binary: a binary copied
+/// elsewhere would quietly run another checkout's contracts.
+fn find_root() -> Result<PathBuf> {
+    let cwd = std::env::current_dir().context("the current folder")?;
+    match cwd.ancestors().find(|p| p.join("contracts").is_dir()) {
+        Some(found) => Ok(found.to_path_buf()),
+        None => bail!(
+            "no contracts/ folder in the current folder ({}) or any folder above it: run from inside the repository, or give --root",
+            harness::text::escaped(&cwd.display().to_string())
+        ),
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("harness lives in the repository").to_path_buf()
+}
+
+/// `--only` names ops of the engine, every one of them: a typo beside a valid name would
+/// otherwise run less than asked and still pass.
+fn check_only(only: &[String]) -> Result<()> {
+    let unknown: Vec<String> =
+        only.iter().filter(|op| engine::ops::find(op).is_none()).map(|op| format!("`{}`", harness::text::escaped(op))).collect();
+    if !unknown.is_empty() {
+        let known: Vec<&str> = engine::ops::registry().iter().map(|o| o.name).collect();
+        bail!("--only {}: no such op (the engine has: {})", unknown.join(", "), known.join(", "));
+    }
+    Ok(())
 }
 
 fn static_compiler(arch: &str, flags: &Flags, root: &Path) -> Result<Box<dyn StaticCompiler>> {
@@ -307,8 +323,12 @@ fn main() -> ExitCode {
 }
 
 fn run(flags: &Flags) -> Result<i32> {
-    let root = flags.root.clone().unwrap_or_else(find_root);
-    let root = root.canonicalize().with_context(|| format!("repository folder {}", root.display()))?;
+    check_only(&flags.only)?;
+    let root = match &flags.root {
+        Some(root) => root.clone(),
+        None => find_root()?,
+    };
+    let root = root.canonicalize().with_context(|| format!("repository folder {}", harness::text::escaped(&root.display().to_string())))?;
     if flags.ops_table {
         say_raw(format_args!("{}", harness::ops_table::generate(&root.join("contracts")).map_err(|e| anyhow::anyhow!(e))?));
         return Ok(0);
@@ -328,16 +348,17 @@ fn run(flags: &Flags) -> Result<i32> {
         }
         Event::ContractError(e) => say!("{}", report::contract_error_line(e)),
         Event::NotApplicable { arch, controls } => {
-            say!(
-                "{} controls not run on {arch}: their gate does not run here, they are for another arch, or they need --strict-limits (listed in the report)",
-                controls.len()
-            )
+            let n = controls.len();
+            say!("{n} control{} not run on {arch}:", if n == 1 { "" } else { "s" });
+            for control in *controls {
+                say!("    {}", harness::text::escaped(control));
+            }
         }
         Event::CasesNotRun { arch, cases } => {
             let n = cases.len();
             say!("{n} shape case{} not run on {arch}:", if n == 1 { "" } else { "s" });
             for case in *cases {
-                say!("    {case}");
+                say!("    {}", harness::text::escaped(case));
             }
         }
         Event::Record(r) | Event::Control(r) => {
@@ -387,6 +408,7 @@ fn run(flags: &Flags) -> Result<i32> {
     let summary = Summary::of(&run);
     let report_path = flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("{}.json", run.arch)));
     let written = report::write_json(&report_path, &run, &summary);
+    let shown = harness::text::escaped(&report_path.strip_prefix(&root).unwrap_or(&report_path).display().to_string()).into_owned();
     say!(
         "ran {} records and {} controls in {:.2} s (kernel builds {:.2} s, launches and gates {:.2} s); report {}",
         run.records.len(),
@@ -395,8 +417,8 @@ fn run(flags: &Flags) -> Result<i32> {
         run.timing.build_seconds,
         run.timing.run_seconds,
         match &written {
-            Ok(()) => report_path.strip_prefix(&root).unwrap_or(&report_path).display().to_string(),
-            Err(e) => format!("NOT written to {}: {e}", report_path.display()),
+            Ok(()) => shown,
+            Err(e) => format!("NOT written to {shown}: {e}"),
         }
     );
     if summary.load_errors > 0 {
@@ -404,5 +426,7 @@ fn run(flags: &Flags) -> Result<i32> {
     }
     say!("{}", summary.line());
     let code = report::exit_code(&summary);
+    // a report that could not be written is the harness failing its job, not a kernel
+    // failing a gate: 2, as for a run that could not start (the lines above still stand)
     Ok(if written.is_err() { 2 } else { code })
 }

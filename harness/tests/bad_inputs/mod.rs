@@ -1,8 +1,13 @@
-//! The bad-input table (issue 6): each row breaks a copy of the repository the way a user
-//! would, runs the real binary on it, and checks that the message names the file, the line
-//! and the key, that the good contract beside it still ran, and the exit status and report.
+//! The bad-input table (issue 6, and the fail-closed issue): each row breaks a copy of the
+//! repository the way a user (or a hostile contract) would, runs the real binary on it, and
+//! checks the exact outcome: the message names the file, the line and the key (or the record,
+//! the control not run, the report refused, the flag), the good contract beside it still ran,
+//! the exit status, that the report is whole JSON, and that nothing in the folder beside the
+//! repository changed.
 
-use crate::{contracts, copy_dir, root};
+use std::path::{Path, PathBuf};
+
+use crate::{contracts_in, copy_dir, root};
 
 /// How a row breaks its copy of the repository. Texts are replaced in a copy of a real
 /// file, so a row keeps meaning what it says when the real file changes (a replacement
@@ -11,11 +16,21 @@ enum Break {
     /// `contracts/<stem>_broken.toml`: `contracts/<stem>.toml` with `find` replaced. The name
     /// sorts after the original's, so a second contract for one op is the one refused.
     Contract { stem: &'static str, find: &'static str, replace: &'static [u8] },
-    /// `controls/add_whole_blocks_only_broken.toml`: that control with `find` replaced.
-    Control { find: &'static str, replace: &'static str },
+    /// `controls/add_whole_blocks_only_broken.toml`: that control with `find` replaced, after
+    /// `arrange` laid out what it names.
+    Control { find: &'static str, replace: &'static str, arrange: fn(&Fixture) },
     /// `kernels/tf_softmax_stats.hip` with `find` replaced, its contract beside tf_add's.
     Kernel { find: &'static str, replace: &'static str },
+    /// Whatever `arrange` lays out (links, folders, device nodes); it returns the file the
+    /// error names and that file's text, where there is one. Controls are not run.
+    Arranged { arrange: Arrange },
+    /// The good repository, run with these flags; without `--root` when `root` is false, from
+    /// the folder beside the repository (no `contracts/` there or above).
+    Flags { args: &'static [&'static str], root: bool },
 }
+
+/// Lays out a row's repository; returns the file its error names, and that file's text.
+type Arrange = fn(&Fixture) -> Option<(String, Vec<u8>)>;
 
 enum Expect {
     /// `<file>:<line>: error: `<key>`: <message>`, the line being where `at` is in the broken
@@ -24,6 +39,16 @@ enum Expect {
     /// `<op> (<record>) ERROR: ...` containing `words`, and under it, indented, a line of the
     /// compiler's log containing all of `log`.
     RecordError { record: &'static str, words: &'static [&'static str], log: &'static [&'static str] },
+    /// Under `N control(s) not run on <arch>:`, the line `    <file> (<planted>): <reason>`
+    /// containing `words`; the run is green.
+    NotRun { file: &'static str, words: &'static str },
+    /// The run's lines and SUMMARY print, the report is not written (`NOT written to r.json:
+    /// it is <...words...>`), what stands at its path is as it was, and the exit status is 2.
+    ReportRefused { words: &'static str },
+    /// A green run whose report is written whole: the row is about what must not happen.
+    Written,
+    /// Exit 2 before anything ran, standard error saying `words`, no report.
+    Refused { words: &'static str },
 }
 
 struct Row {
@@ -46,6 +71,8 @@ const fn contract(
     Row { name, breaks: Break::Contract { stem, find, replace }, expect: Expect::LoadError { key, at, words }, alone: false }
 }
 
+fn nothing(_: &Fixture) {}
+
 const fn control(
     name: &'static str,
     find: &'static str,
@@ -54,7 +81,27 @@ const fn control(
     at: &'static str,
     words: &'static str,
 ) -> Row {
-    Row { name, breaks: Break::Control { find, replace }, expect: Expect::LoadError { key, at, words }, alone: false }
+    control_with(name, find, replace, nothing, key, at, words)
+}
+
+const fn control_with(
+    name: &'static str,
+    find: &'static str,
+    replace: &'static str,
+    arrange: fn(&Fixture),
+    key: &'static str,
+    at: &'static str,
+    words: &'static str,
+) -> Row {
+    Row { name, breaks: Break::Control { find, replace, arrange }, expect: Expect::LoadError { key, at, words }, alone: false }
+}
+
+const fn arranged(name: &'static str, arrange: Arrange, expect: Expect) -> Row {
+    Row { name, breaks: Break::Arranged { arrange }, expect, alone: false }
+}
+
+const fn flags(name: &'static str, args: &'static [&'static str], root: bool, words: &'static str) -> Row {
+    Row { name, breaks: Break::Flags { args, root }, expect: Expect::Refused { words }, alone: false }
 }
 
 const TF_ADD: &str = "tf_add";
@@ -63,8 +110,182 @@ const TF_ADD: &str = "tf_add";
 const NONFINITE_POLICY: &str = "policy = \"propagate\"\nreason = \"\"\"one f32 add, IEEE arithmetic as in the oracle: a NaN gives NaN, \
                                 inf + -inf gives NaN, an infinity plus a finite value that infinity\"\"\"";
 
-fn rows() -> Vec<Row> {
+const CONTROL_SOURCE: &str = "source = \"add_whole_blocks_only.hip\"";
+
+/// The folder beside the repository: what the hostile rows point at, and what no run may change.
+const OUTSIDE: &[(&str, &[u8])] = &[
+    ("secret.h", b"int secret_header;\n"),
+    ("report.json", b"a file the report must not overwrite\n"),
+    ("dir/k.hip", b"// a kernel outside the repository\n"),
+];
+
+/// `controls/<at>` a symlink to `outside/<to>`.
+fn link_control_out(f: &Fixture, at: &str, to: &str) {
+    std::os::unix::fs::symlink(f.outside.join(to), f.base.join("controls").join(at)).unwrap();
+}
+
+/// `controls/escape.hip`: the good control's kernel with `line` first.
+fn control_kernel_starting(f: &Fixture, line: &str) {
+    let text = [line.as_bytes(), b"\n", &f.real("controls/add_whole_blocks_only.hip")].concat();
+    std::fs::write(f.base.join("controls/escape.hip"), text).unwrap();
+}
+
+/// The report's path made something other than a regular file by `make`.
+fn report_path(f: &Fixture, make: impl FnOnce(&Path)) -> Option<(String, Vec<u8>)> {
+    make(&f.report());
+    None
+}
+
+fn mkfifo(path: &Path) {
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0, "mkfifo {}", path.display());
+}
+
+/// A character device node (the null device's numbers) where the OS lets this process make
+/// one (as root), else a named pipe: either is refused as not a regular file.
+fn device_node_or_fifo(path: &Path) {
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call
+    let made = unsafe { libc::mknod(name.as_ptr(), libc::S_IFCHR | 0o644, libc::makedev(1, 3)) } == 0;
+    if !made {
+        mkfifo(path);
+    }
+}
+
+fn new_rows() -> Vec<Row> {
     vec![
+        // confinement: what a contract or control names resolves inside the repository
+        control("control source climbing out to /etc", CONTROL_SOURCE, "source = \"../../etc/passwd\"", "source", "source = ", "must be a file beside the control"),
+        control_with(
+            "control source a symlink out of the repository",
+            CONTROL_SOURCE,
+            "source = \"linked.hip\"",
+            |f| link_control_out(f, "linked.hip", "dir/k.hip"),
+            "source",
+            "source = ",
+            "`controls/linked.hip` resolves outside the repository and the folders given on the command line (to ",
+        ),
+        control_with(
+            "control source in a folder linked out of the repository",
+            CONTROL_SOURCE,
+            "source = \"out/k.hip\"",
+            |f| link_control_out(f, "out", "dir"),
+            "source",
+            "source = ",
+            "`controls/out/k.hip` resolves outside the repository",
+        ),
+        control_with(
+            "control kernel including a header outside by ..",
+            CONTROL_SOURCE,
+            "source = \"escape.hip\"",
+            |f| control_kernel_starting(f, "#include \"../../outside/secret.h\""),
+            "source",
+            "source = ",
+            "controls/escape.hip:1 includes `../../outside/secret.h`, which resolves outside the repository (to ",
+        ),
+        control_with(
+            "control kernel including an absolute path",
+            CONTROL_SOURCE,
+            "source = \"escape.hip\"",
+            |f| control_kernel_starting(f, "#include \"/etc/hostname\""),
+            "source",
+            "source = ",
+            "controls/escape.hip:1 includes `/etc/hostname`, an absolute path",
+        ),
+        arranged(
+            "op kernel a symlink out of the repository",
+            |f| {
+                let kernel = f.base.join("kernels/tf_softmax_stats.hip");
+                std::fs::rename(&kernel, f.outside.join("tf_softmax_stats.hip")).unwrap();
+                std::os::unix::fs::symlink(f.outside.join("tf_softmax_stats.hip"), &kernel).unwrap();
+                f.copy("contracts/tf_softmax_stats.toml");
+                Some(("contracts/tf_softmax_stats.toml".into(), f.real("contracts/tf_softmax_stats.toml")))
+            },
+            Expect::LoadError { key: "op", at: "op = ", words: "the op's kernel: `kernels/tf_softmax_stats.hip` resolves outside the repository" },
+        ),
+        arranged(
+            "contract file a symlink out of the repository",
+            |f| {
+                std::fs::write(f.outside.join("tf_cast.toml"), f.real("contracts/tf_cast.toml")).unwrap();
+                std::os::unix::fs::symlink(f.outside.join("tf_cast.toml"), f.base.join("contracts/tf_cast.toml")).unwrap();
+                Some(("contracts/tf_cast.toml".into(), f.real("contracts/tf_cast.toml")))
+            },
+            Expect::LoadError { key: "(file)", at: "", words: "`contracts/tf_cast.toml` resolves outside the repository" },
+        ),
+        // the report: a regular file, or nothing yet
+        arranged(
+            "report path a symlink out of the repository",
+            |f| report_path(f, |p| std::os::unix::fs::symlink(f.outside.join("report.json"), p).unwrap()),
+            Expect::ReportRefused { words: "a symbolic link; the report is written only to a regular file, never through a link" },
+        ),
+        arranged(
+            "report path a folder",
+            |f| report_path(f, |p| std::fs::create_dir(p).unwrap()),
+            Expect::ReportRefused { words: "a folder, not a regular file" },
+        ),
+        arranged("report path a device node", |f| report_path(f, device_node_or_fifo), Expect::ReportRefused { words: ", not a regular file" }),
+        arranged("report path a named pipe", |f| report_path(f, mkfifo), Expect::ReportRefused { words: "a named pipe, not a regular file" }),
+        arranged(
+            "a symlink planted at the report's old temporary name",
+            |f| {
+                std::os::unix::fs::symlink(f.outside.join("report.json"), f.base.join("r.json.partial")).unwrap();
+                None
+            },
+            Expect::Written,
+        ),
+        // names and texts: plain printable text in one line
+        control("bug with a line break", "bug = \"assumes", "bug = \"fine\\nassumes", "bug", "bug = ", "holds a line break (U+000A)"),
+        control("bug with a terminal escape", "bug = \"assumes", "bug = \"\\u001b[31massumes", "bug", "bug = ", "holds an escape (U+001B"),
+        control(
+            "control record with a bidirectional override",
+            "record = \"f16\"",
+            "record = \"f16\\u202e\"",
+            "record",
+            "record = ",
+            "holds a bidirectional control (U+202E)",
+        ),
+        contract("record name with NUL", TF_ADD, "name = \"f16\"", b"name = \"f16\\u0000\"", "record[1].name", "name = \"f16", "holds NUL (U+0000)"),
+        contract("op with a terminal escape", TF_ADD, "op = \"tf_add\"", b"op = \"tf_add\\u001b[2J\"", "op", "op = ", "holds an escape (U+001B"),
+        contract(
+            "finding reason with a line break",
+            TF_ADD,
+            "[reference]",
+            b"[[finding]]\ngate = \"shapes\"\narch = \"sm_90\"\ntensor = \"out\"\nmatches = \"differ\"\nreason = \"one\\ntwo\"\n\n[reference]",
+            "finding[0].reason",
+            "reason = \"one",
+            "holds a line break (U+000A)",
+        ),
+        // smaller holes
+        flags("--only naming an op that does not exist beside one that does", &["--only", "tf_add", "--only", "tf_nope"], true, "--only `tf_nope`: no such op"),
+        flags(
+            "no --root and no contracts/ in the current folder or above",
+            &[],
+            false,
+            "no contracts/ folder in the current folder (",
+        ),
+        control("control planted at a gate no backend runs", "gate = \"repeat\"", "gate = \"seams\"", "gate", "gate = ", "no backend runs gate `seams`"),
+        Row {
+            name: "control whose gate does not run on this backend",
+            breaks: Break::Control { find: "gate = \"repeat\"", replace: "gate = \"limits\"", arrange: nothing },
+            expect: Expect::NotRun { file: "controls/add_whole_blocks_only_broken.toml", words: "(limits): gate limits does not run on host-" },
+            alone: false,
+        },
+        contract(
+            "int range wider than i64",
+            TF_ADD,
+            "b = \"normal(0, 1)",
+            b"b = \"int(-9223372036854775807, 9223372036854775807)",
+            "inputs.b",
+            "b = \"int",
+            "is wider than i64 holds (its width 9223372036854775807 - -9223372036854775807 overflows)",
+        ),
+        contract("int bound past i64", TF_ADD, "b = \"normal(0, 1)", b"b = \"int(0, 9223372036854775808)", "inputs.b", "b = \"int", "out of range"),
+    ]
+}
+
+fn rows() -> Vec<Row> {
+    let mut rows = vec![
         contract("TOML syntax error", TF_ADD, "name = \"f16\"", b"name = \"f16", "name", "name = \"f16", "string"),
         contract("unknown key", TF_ADD, "about = ", b"colour = \"red\"\nabout = ", "colour", "colour", "unknown field `colour`"),
         contract(
@@ -393,7 +614,9 @@ fn rows() -> Vec<Row> {
             alone: true,
             ..contract("the only contract broken", TF_ADD, "op = \"tf_add\"", b"op = \"tf_addd\"", "op", "op = ", "unknown op")
         },
-    ]
+    ];
+    rows.extend(new_rows());
+    rows
 }
 
 /// `find` replaced by `replace` in `text`, refusing a replacement that does not apply.
@@ -414,60 +637,161 @@ fn line_of(text: &[u8], at: &str) -> usize {
     text[..offset].iter().filter(|b| **b == b'\n').count() + 1
 }
 
+/// A row's two folders: the repository it runs on, and a folder beside it that nothing the run
+/// does may change.
+struct Fixture {
+    base: PathBuf,
+    outside: PathBuf,
+}
+
+impl Fixture {
+    /// A file of the real repository.
+    fn real(&self, path: &str) -> Vec<u8> {
+        std::fs::read(root().join(path)).unwrap()
+    }
+
+    /// A file of the real repository, copied to the same place in this one.
+    fn copy(&self, path: &str) {
+        std::fs::write(self.base.join(path), self.real(path)).unwrap()
+    }
+
+    fn report(&self) -> PathBuf {
+        self.base.join("r.json")
+    }
+}
+
+/// Every entry under `dir`, each with its kind and its bytes or link target: two listings are
+/// equal only when nothing under it changed.
+fn listing(dir: &Path) -> Vec<(String, String, Vec<u8>)> {
+    let mut found = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.strip_prefix(dir).unwrap().display().to_string();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let (kind, bytes) = if meta.file_type().is_symlink() {
+                ("link", std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes())
+            } else if meta.is_dir() {
+                folders.push(path.clone());
+                ("folder", Vec::new())
+            } else if meta.is_file() {
+                ("file", std::fs::read(&path).unwrap())
+            } else {
+                ("other", Vec::new())
+            };
+            found.push((name, kind.to_string(), bytes));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// What stands at a path, as a word (`nothing` when nothing does).
+fn kind_at(path: &Path) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(path) {
+        Err(_) => "nothing".into(),
+        Ok(m) if m.file_type().is_symlink() => format!("link to {}", std::fs::read_link(path).unwrap().display()),
+        Ok(m) if m.is_dir() => "folder".into(),
+        Ok(m) if m.is_file() => "file".into(),
+        Ok(m) if m.file_type().is_char_device() => "character device".into(),
+        Ok(m) if m.file_type().is_fifo() => "named pipe".into(),
+        Ok(_) => "other".into(),
+    }
+}
+
 /// What one row wrote and how to run it.
 struct Setup {
-    dir: tempfile::TempDir,
+    /// Held for the row's run: dropping it removes both folders.
+    _dir: tempfile::TempDir,
+    fixture: Fixture,
     /// As messages show it, relative to the repository.
     broken: String,
     broken_text: Vec<u8>,
     args: Vec<String>,
+    /// Where the binary runs (the repository, but for a row without `--root`).
+    cwd: PathBuf,
 }
 
 /// A repository of its own (so paths in messages read `contracts/x.toml`, and kernel builds
 /// hit the cache: the key holds the kernel's path as shown): the good tf_add contract, the
-/// real kernels, and the row's broken file.
+/// real kernels, and the row's broken file; beside it, the folder no run may change.
 fn set_up(row: &Row) -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().canonicalize().unwrap();
+    let top = dir.path().canonicalize().unwrap();
+    let f = Fixture { base: top.join("repo"), outside: top.join("outside") };
     for folder in ["contracts", "controls"] {
-        std::fs::create_dir_all(base.join(folder)).unwrap();
+        std::fs::create_dir_all(f.base.join(folder)).unwrap();
     }
-    copy_dir(&root().join("kernels"), &base.join("kernels"));
-    let real = |path: &str| std::fs::read(root().join(path)).unwrap();
-    let copy = |path: &str| std::fs::write(base.join(path), real(path)).unwrap();
+    for (name, bytes) in OUTSIDE {
+        let path = f.outside.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    copy_dir(&root().join("kernels"), &f.base.join("kernels"));
     if !row.alone {
-        copy("contracts/tf_add.toml");
+        f.copy("contracts/tf_add.toml");
     }
-    let mut args = vec!["--root".to_string(), base.to_str().unwrap().to_string()];
+    let mut args = vec!["--root".to_string(), f.base.to_str().unwrap().to_string()];
+    let mut cwd = root();
     let (broken, broken_text) = match &row.breaks {
         Break::Contract { stem, find, replace } => {
             args.push("--no-controls".into());
-            (format!("contracts/{stem}_broken.toml"), replaced(&real(&format!("contracts/{stem}.toml")), find, replace))
+            (format!("contracts/{stem}_broken.toml"), replaced(&f.real(&format!("contracts/{stem}.toml")), find, replace))
         }
-        Break::Control { find, replace } => {
+        Break::Control { find, replace, arrange } => {
             // the good control beside it must still go red
-            copy("controls/add_whole_blocks_only.toml");
-            copy("controls/add_whole_blocks_only.hip");
-            let text = replaced(&real("controls/add_whole_blocks_only.toml"), find, replace.as_bytes());
+            f.copy("controls/add_whole_blocks_only.toml");
+            f.copy("controls/add_whole_blocks_only.hip");
+            arrange(&f);
+            let text = replaced(&f.real("controls/add_whole_blocks_only.toml"), find, replace.as_bytes());
             ("controls/add_whole_blocks_only_broken.toml".to_string(), text)
         }
         Break::Kernel { find, replace } => {
             args.push("--no-controls".into());
-            copy("contracts/tf_softmax_stats.toml");
-            ("kernels/tf_softmax_stats.hip".to_string(), replaced(&real("kernels/tf_softmax_stats.hip"), find, replace.as_bytes()))
+            f.copy("contracts/tf_softmax_stats.toml");
+            ("kernels/tf_softmax_stats.hip".to_string(), replaced(&f.real("kernels/tf_softmax_stats.hip"), find, replace.as_bytes()))
+        }
+        Break::Arranged { arrange } => {
+            args.push("--no-controls".into());
+            arrange(&f).unwrap_or_default()
+        }
+        Break::Flags { args: given, root } => {
+            if !root {
+                args.clear();
+                cwd = f.outside.clone();
+            }
+            args.extend(given.iter().map(|a| a.to_string()));
+            (String::new(), Vec::new())
         }
     };
-    std::fs::write(base.join(&broken), &broken_text).unwrap();
-    args.extend(["--report".to_string(), base.join("r.json").to_str().unwrap().to_string()]);
-    Setup { dir, broken, broken_text, args }
+    if matches!(row.breaks, Break::Contract { .. } | Break::Control { .. } | Break::Kernel { .. }) {
+        std::fs::write(f.base.join(&broken), &broken_text).unwrap();
+    }
+    args.extend(["--report".to_string(), f.report().to_str().unwrap().to_string()]);
+    Setup { _dir: dir, fixture: f, broken, broken_text, args, cwd }
 }
 
-/// Runs one row: what the run said about the broken file, and every way the row falls
+/// The exit status a row's run must end with.
+fn want_code(row: &Row) -> i32 {
+    match row.expect {
+        Expect::LoadError { .. } | Expect::RecordError { .. } if row.alone => 2,
+        Expect::LoadError { .. } | Expect::RecordError { .. } => 1,
+        Expect::NotRun { .. } | Expect::Written => 0,
+        Expect::ReportRefused { .. } | Expect::Refused { .. } => 2,
+    }
+}
+
+/// Runs one row: what the run said about the broken input, and every way the row falls
 /// short (none when it holds).
 fn check(row: &Row) -> (String, Vec<String>) {
     let setup = set_up(row);
+    let f = &setup.fixture;
+    let outside_before = listing(&f.outside);
+    let report_before = kind_at(&f.report());
     let args: Vec<&str> = setup.args.iter().map(String::as_str).collect();
-    let (code, lines, stderr) = contracts(&args);
+    let (code, lines, stderr) = contracts_in(&setup.cwd, &args);
     let mut problems = Vec::new();
     let mut expect = |holds: bool, what: String| {
         if !holds {
@@ -510,10 +834,52 @@ fn check(row: &Row) -> (String, Vec<String>) {
                 None => expect(false, format!("no line `{head}...`")),
             }
         }
+        Expect::NotRun { file, words } => {
+            let head = format!("    {file} ");
+            let listed = printed(&head).filter(|i| lines[..*i].iter().any(|l| l.contains(" not run on host-")));
+            match listed {
+                Some(i) => {
+                    said = lines[i].trim().to_string();
+                    expect(lines[i].contains(words), format!("the not-run line does not say `{words}`: {}", lines[i]))
+                }
+                None => expect(false, format!("no line `{head}...` under `... not run on host-...:`")),
+            }
+        }
+        Expect::ReportRefused { words } => {
+            let refused = "; report NOT written to r.json: it is ";
+            match lines.iter().find(|l| l.starts_with("ran ")) {
+                Some(l) => {
+                    said = l[l.find("; report").unwrap_or(0)..].to_string();
+                    let holds = l.find(refused).is_some_and(|at| l[at..].contains(words));
+                    expect(holds, format!("the `ran ...` line does not end `{refused}...{words}`: {l}"))
+                }
+                None => expect(false, "no `ran ...` line".into()),
+            }
+            let after = kind_at(&f.report());
+            expect(after == report_before, format!("what stood at the report's path was {report_before}, now {after}"));
+        }
+        Expect::Written => said = "report written whole".into(),
+        Expect::Refused { words } => {
+            said = stderr.trim().to_string();
+            expect(stderr.contains(words), format!("standard error does not say `{words}`"));
+            expect(lines.iter().all(|l| !l.starts_with("SUMMARY ")), "a SUMMARY printed though nothing ran".into());
+            expect(kind_at(&f.report()) == "nothing", "a report was written though nothing ran".into());
+        }
     }
 
-    let want_code = if row.alone { 2 } else { 1 };
+    let want_code = want_code(row);
     expect(code == want_code, format!("exit {code}, not {want_code}"));
+    expect(listing(&f.outside) == outside_before, "the folder beside the repository changed".into());
+    let leftovers: Vec<String> = std::fs::read_dir(&f.base)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(".r.json."))
+        .collect();
+    expect(leftovers.is_empty(), format!("temporary files left beside the report: {leftovers:?}"));
+    if matches!(row.expect, Expect::Refused { .. }) {
+        return finish(said, problems, &lines, &stderr);
+    }
+
     let summary = lines.last().filter(|l| l.starts_with("SUMMARY ")).cloned();
     expect(summary.is_some(), "the last line is not the SUMMARY".into());
     if !row.alone {
@@ -525,8 +891,11 @@ fn check(row: &Row) -> (String, Vec<String>) {
             );
         }
     }
+    if matches!(row.expect, Expect::ReportRefused { .. }) {
+        return finish(said, problems, &lines, &stderr);
+    }
 
-    let report = setup.dir.path().join("r.json");
+    let report = f.report();
     match std::fs::read_to_string(&report)
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string()))
@@ -534,6 +903,7 @@ fn check(row: &Row) -> (String, Vec<String>) {
         Err(e) => expect(false, format!("report {}: {e}", report.display())),
         Ok(json) => {
             expect(json["exit_code"] == want_code, format!("the report's exit_code is {}", json["exit_code"]));
+            expect(summary.is_some_and(|s| json["summary_line"] == s.as_str()), "the report's summary_line is not the SUMMARY".into());
             let in_report = match &row.expect {
                 Expect::LoadError { key, at, .. } => json["contract_errors"].as_array().is_some_and(|errors| {
                     errors
@@ -545,10 +915,19 @@ fn check(row: &Row) -> (String, Vec<String>) {
                         .iter()
                         .any(|r| r["record"] == *record && r["error"].as_str().is_some_and(|e| words.iter().all(|w| e.contains(w))))
                 }),
+                Expect::NotRun { file, words } => json["controls_not_applicable"]
+                    .as_array()
+                    .is_some_and(|listed| listed.iter().any(|c| c.as_str().is_some_and(|c| c.starts_with(file) && c.contains(words)))),
+                Expect::Written => json["records"].as_array().is_some_and(|r| r.len() == 3),
+                Expect::ReportRefused { .. } | Expect::Refused { .. } => true,
             };
-            expect(in_report, "the error is not in the JSON report".into());
+            expect(in_report, "the outcome is not in the JSON report".into());
         }
     }
+    finish(said, problems, &lines, &stderr)
+}
+
+fn finish(said: String, mut problems: Vec<String>, lines: &[String], stderr: &str) -> (String, Vec<String>) {
     if !problems.is_empty() {
         problems.push(format!("output:\n{}\n{stderr}", lines.join("\n")));
     }
@@ -558,7 +937,7 @@ fn check(row: &Row) -> (String, Vec<String>) {
 #[test]
 fn every_bad_input_is_named_by_file_line_and_key_and_the_rest_still_runs() {
     let rows = rows();
-    assert!(rows.len() >= 20);
+    assert!(rows.len() >= 20 + 12);
     // two runs at a time: each is mostly process start, loading and one small contract
     let failures: Vec<String> = std::thread::scope(|scope| {
         let chunks: Vec<_> = rows.chunks(rows.len().div_ceil(2)).collect();

@@ -235,7 +235,7 @@ impl HipCompiler {
     /// The text handed to hiprtc: the prelude's include, then the source with its own line
     /// numbers and name (`#line 1`), so diagnostics point into the file.
     pub fn program_text(source: &KernelSource, text: &str) -> String {
-        format!("#include \"{PRELUDE_NAME}\"\n#line 1 \"{}\"\n{text}", source.display_path)
+        format!("#include \"{PRELUDE_NAME}\"\n#line 1 \"{}\"\n{text}", crate::backend::c_string_body(&source.display_path))
     }
 
     /// The code object of `source` for `arch`, its note read with the static path's reader;

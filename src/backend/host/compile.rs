@@ -102,7 +102,7 @@ impl HostCompiler {
         let original = fs::read_to_string(&source.path).map_err(|e| EngineError::ReadSource { path: source.path.clone(), source: e })?;
         let (rewritten, _) = super::shared_decls::rewrite(&original);
         let copy = work.join("source.hip");
-        let text = format!("#line 1 \"{}\"\n{rewritten}", c_string_body(&source.display_path));
+        let text = format!("#line 1 \"{}\"\n{rewritten}", crate::backend::c_string_body(&source.display_path));
         fs::write(&copy, text).map_err(|e| EngineError::Cache { path: copy.clone(), source: e })?;
         let wrapper = work.join("wrap.cpp");
         // beside the wrapper: a quoted include needs no path, whatever the cache folder is called
@@ -113,23 +113,31 @@ impl HostCompiler {
         fs::write(&wrapper, text).map_err(|e| EngineError::Cache { path: wrapper.clone(), source: e })?;
 
         let object_file = work.join("kernel.o");
+        let link = RepositoryLink::make(work, source_prefix);
         let compiler = |input: &Path| {
             let mut command = Command::new(&self.program);
             command.args(flags);
-            if let Some(prefix) = source_prefix {
-                // barrier sites, traps and line tables name `kernels/x.hip:12`, not an absolute path
-                command.arg(format!("-ffile-prefix-map={prefix}="));
-            }
+            // barrier sites, traps and line tables name `kernels/x.hip:12`, not an absolute path
+            let map = match &link {
+                Some(_) => Some(format!("-ffile-prefix-map={}/=", RepositoryLink::NAME)),
+                None => source_prefix.and_then(|prefix| prefix_map("-ffile-prefix-map", prefix, "")),
+            };
+            command.args(map);
             // the copy's quoted includes resolve as the source's own
             if let Some(dir) = source.path.parent() {
-                command.arg("-iquote").arg(dir);
+                command.arg("-iquote").arg(RepositoryLink::through(&link, dir));
             }
-            // the line tables' folder is `.`, not wherever the run started
-            command.current_dir(work).arg(format!("-fdebug-prefix-map={}=.", work.display()));
+            // the line tables' folder is `.`, not wherever the run started; the inputs are
+            // named from there, so no folder's name is in the assembly
+            command.current_dir(work);
+            if let Some(map) = work.to_str().and_then(|work| prefix_map("-fdebug-prefix-map", work, ".")) {
+                command.arg(map);
+            }
             for dir in &source.include_dirs {
-                command.arg("-I").arg(dir);
+                command.arg("-I").arg(RepositoryLink::through(&link, dir));
             }
-            command.arg("-include").arg(prelude).arg("-c").arg(input);
+            command.arg("-include").arg(RepositoryLink::through(&link, prelude));
+            command.arg("-c").arg(input.strip_prefix(work).unwrap_or(input));
             command
         };
         let mut compile = compiler(&wrapper);
@@ -175,7 +183,8 @@ impl HostCompiler {
         if !check.output().ok()?.status.success() {
             return None;
         }
-        let said = log.lines().find_map(|l| l.split_once("error: ")).map_or("", |(_, e)| e);
+        // an error of another stage (the assembler's `Error:`) is said as it is
+        let said = log.lines().find_map(|l| l.split_once("error: ")).map(|(_, e)| e)?;
         let kernel = source.kernels.iter().find(|k| said.contains(k.as_str())).or(source.kernels.first())?;
         Some(EngineError::MissingSymbol {
             library: format!("{} (host build)", source.display_path),
@@ -227,10 +236,39 @@ fn write_lint(work: &Path, display_path: &str, source: &str, path: &Path) -> Res
     fs::rename(&staged, path).map_err(|e| EngineError::Cache { path: path.to_path_buf(), source: e })
 }
 
-/// `text` inside a C string literal (an `#include` or `#line` name): quotes and backslashes
-/// escaped, so a file name with either still names that file.
-fn c_string_body(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('"', "\\\"")
+/// The repository as the compiler sees it: a link named `root` in the work folder. GCC writes
+/// the name of a file that holds inline asm (the prelude does) into its assembly as it is
+/// (`# 232 "<file>" 1`, neither mapped nor escaped), so a repository whose folder name holds
+/// a newline would not assemble; through the link, no folder's name reaches the compiler.
+struct RepositoryLink {
+    /// The repository's path with its final `/`, as `source_prefix` gives it.
+    prefix: String,
+}
+
+impl RepositoryLink {
+    const NAME: &'static str = "root";
+
+    /// None when the source lies outside the repository, or the link cannot be made (the
+    /// build then names paths as they are).
+    fn make(work: &Path, source_prefix: Option<&str>) -> Option<RepositoryLink> {
+        let prefix = source_prefix?;
+        std::os::unix::fs::symlink(prefix, work.join(Self::NAME)).ok()?;
+        Some(RepositoryLink { prefix: prefix.to_string() })
+    }
+
+    /// `path` through the link when it lies in the repository.
+    fn through(link: &Option<RepositoryLink>, path: &Path) -> PathBuf {
+        let inside = link.as_ref().and_then(|l| path.to_str()?.strip_prefix(&l.prefix));
+        inside.map_or_else(|| path.to_path_buf(), |rest| Path::new(Self::NAME).join(rest))
+    }
+}
+
+/// `-f...-prefix-map=from=to`, which the compilers split at the first `=`: a folder whose
+/// name holds one cannot be mapped (the names then stay absolute), and is left unmapped
+/// rather than mapped wrongly. Spaces, quotes and newlines need nothing: the argument goes to
+/// the compiler as it is, through no shell.
+fn prefix_map(flag: &str, from: &str, to: &str) -> Option<String> {
+    (!from.contains('=')).then(|| format!("{flag}={from}={to}"))
 }
 
 /// The part of the absolute path before the display path (`/repo/` for `kernels/x.hip`).

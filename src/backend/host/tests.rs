@@ -430,3 +430,46 @@ fn stores_into_an_input_and_unordered_stores_to_one_output_element_are_named() {
         assert_eq!(launch, vec![]);
     }
 }
+
+#[test]
+fn a_source_in_a_folder_named_with_a_space_a_quote_a_newline_and_an_equals_sign_builds_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("a b\"c\nd=e");
+    let display_path = "kernels/k \"1\"\n.hip".to_string();
+    // the prelude too (it holds inline asm, whose file GCC names in its assembly as it is)
+    std::fs::create_dir_all(odd.join("kernels/host")).unwrap();
+    for header in ["kernels/common.h", "kernels/host/prelude.h"] {
+        std::fs::copy(root().join(header), odd.join(header)).unwrap();
+    }
+    let kernel = "#include \"common.h\"\n\
+                  extern \"C\" __global__ void stuck(float* x) {\n\
+                  \x20 if (threadIdx.x < 16) __syncthreads();\n\
+                  \x20 x[threadIdx.x] = 1.0f;\n\
+                  }\n\
+                  extern \"C\" __global__ void by_code(float* out, int code) { tf_store(out, code, threadIdx.x, 1.5f); }\n";
+    std::fs::write(odd.join(&display_path), kernel).unwrap();
+    let backend = HostBackend::new(HostOptions {
+        prelude: odd.join("kernels/host/prelude.h"),
+        cache_dir: odd.join("cache"),
+        workers: 1,
+        warp_size: 32,
+    })
+    .unwrap();
+    let m = backend
+        .load_module(&KernelSource {
+            path: odd.join(&display_path),
+            display_path: display_path.clone(),
+            kernels: vec!["stuck".into(), "by_code".into()],
+            include_dirs: vec![odd.join("kernels")],
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = Tensor::allocate(&backend, DType::F32, &[64]).unwrap();
+    let error = m.launch("stuck", dims(1, 64), Schedule::default(), &[ptr(&out)]).unwrap_err().to_string();
+    // the name as written, line and all: the generated `#line` escaped it, and no folder of
+    // the build leaked into it
+    assert!(error.contains(&format!("{display_path}:3")), "{error}");
+    // a header's name is the repository's too (the compiler saw the folder through a link)
+    let error = m.launch("by_code", dims(1, 32), Schedule::default(), &[ptr(&out), KernelArg::I32(7)]).unwrap_err().to_string();
+    assert!(error.contains("__trap()") && error.contains("kernels/common.h:"), "{error}");
+    assert!(!error.contains(odd.to_str().unwrap()) && !error.contains("root/"), "{error}");
+}
