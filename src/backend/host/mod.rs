@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-pub use compile::HostCompiler;
+pub use compile::{Built, HostCompiler};
 pub use runtime::worker_count;
 
 use crate::EngineError;
@@ -75,7 +75,7 @@ impl Backend for HostBackend {
     }
 
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
-        let library = self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size)?;
+        let library = self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size)?.library;
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = modules.get(&library) {
             return Ok(m.clone());
