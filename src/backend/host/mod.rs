@@ -1,6 +1,8 @@
 //! The host backend, the embedded default: kernels compiled by the system C++ compiler and
 //! run on the CPU with GPU block semantics (fibers, barriers, warp exchange, shared memory).
 
+#[cfg(test)]
+mod cache_tests;
 mod compile;
 mod findings;
 mod gemm;
