@@ -664,3 +664,84 @@ mod tests {
         assert!(cache.lookup(&key, 1).is_none(), "but no manifest names it");
     }
 }
+
+/// A repository of its own for the cache tests of every build: `repo/kernels/` in a
+/// temporary folder, files beside the repository, the cache in `repo/target/kernel-cache`.
+#[cfg(test)]
+pub(crate) mod test_repo {
+    use std::fs;
+    use std::path::{Path, PathBuf};
+
+    use crate::backend::KernelSource;
+
+    /// A kernel whose `__shared__` array is `TILE * EXTRA` floats, from a header in a subfolder
+    /// of the include folder and one outside the repository: its shared-memory figure tells
+    /// which header texts a build read.
+    pub const TILE_KERNEL: &str = "#include \"sub/tile.h\"\n#include \"../../elsewhere/extra.h\"\n\
+        extern \"C\" __global__ void tile(float* y) {\n  __shared__ float s[TILE * EXTRA];\n  s[threadIdx.x] = y[threadIdx.x];\n  \
+        __syncthreads();\n  y[threadIdx.x] = s[(threadIdx.x + 1) % (TILE * EXTRA)];\n}\n";
+
+    pub struct TempRepo {
+        dir: tempfile::TempDir,
+    }
+
+    impl TempRepo {
+        pub fn new() -> TempRepo {
+            let repo = TempRepo { dir: tempfile::tempdir().unwrap() };
+            fs::create_dir_all(repo.root().join("kernels")).unwrap();
+            repo
+        }
+
+        pub fn root(&self) -> PathBuf {
+            self.dir.path().join("repo")
+        }
+
+        pub fn cache(&self) -> PathBuf {
+            self.root().join("target/kernel-cache")
+        }
+
+        /// Writes a file (`repo/...`, or beside the repository), then lets the clock move on: a
+        /// file changed at the tick a build begins leaves that build unrecorded, as an edit
+        /// during the build would.
+        pub fn write(&self, path: &str, text: &str) {
+            let path = self.dir.path().join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+
+        /// `repo/kernels/<name>.hip` with `text`, its one kernel named `kernel`.
+        pub fn source(&self, name: &str, text: &str, kernel: &str) -> KernelSource {
+            let display_path = format!("kernels/{name}.hip");
+            self.write(&format!("repo/{display_path}"), text);
+            KernelSource {
+                path: self.root().join(&display_path),
+                display_path,
+                kernels: vec![kernel.into()],
+                include_dirs: vec![self.root().join("kernels")],
+            }
+        }
+
+        /// `TILE_KERNEL` as `kernels/<name>.hip`, with `TILE` and `EXTRA` as given.
+        pub fn tile_source(&self, name: &str, tile: u32, extra: u32) -> KernelSource {
+            self.write("repo/kernels/sub/tile.h", &format!("#define TILE {tile}\n"));
+            self.write("elsewhere/extra.h", &format!("#define EXTRA {extra}\n"));
+            self.source(name, TILE_KERNEL, "tile")
+        }
+    }
+
+    /// Puts `bytes` at `path` as a new file: a library this process loaded stays mapped from
+    /// its old file, which an in-place write would change under it.
+    pub fn replace(path: &Path, bytes: &[u8]) {
+        let staged = path.with_extension("damaged");
+        fs::write(&staged, bytes).unwrap();
+        fs::rename(&staged, path).unwrap();
+    }
+
+    /// The ways a cached artifact is damaged: truncated, one byte flipped, emptied.
+    pub fn damages(whole: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+        let mut flipped = whole.to_vec();
+        flipped[whole.len() / 2] ^= 0x20;
+        vec![("truncated", whole[..whole.len() / 2].to_vec()), ("one byte flipped", flipped), ("emptied", Vec::new())]
+    }
+}
