@@ -2,7 +2,9 @@
 //! would, runs the real binary on it, and checks that the message names the file, the line
 //! and the key, that the good contract beside it still ran, and the exit status and report.
 
-use crate::{contracts, copy_dir, root};
+use std::path::{Path, PathBuf};
+
+use crate::{contracts_command, copy_dir, output_of, root};
 
 /// How a row breaks its copy of the repository. Texts are replaced in a copy of a real
 /// file, so a row keeps meaning what it says when the real file changes (a replacement
@@ -15,7 +17,20 @@ enum Break {
     Control { find: &'static str, replace: &'static str },
     /// `kernels/tf_softmax_stats.hip` with `find` replaced, its contract beside tf_add's.
     Kernel { find: &'static str, replace: &'static str },
+    /// `kernels/tf_softmax_stats.hip` made to start its sums at `SUM_START` from
+    /// `kernels/stats/start.h`, a header in a subfolder of the include folder: a first run
+    /// with `first` there, then the run checked with `second`.
+    EditedHeader { first: &'static str, second: &'static str },
+    /// A first run fills a kernel cache folder of the row's own with tf_add's and
+    /// tf_softmax_stats's libraries; `damage` breaks them (and gives back each damaged file
+    /// with its bytes before); the run checked uses the cache as it is left.
+    DamagedCache { damage: fn(&Path) -> Vec<Damaged> },
+    /// `--cache-dir` names `<copy>/cache`, which `make` makes unusable for a cache.
+    UnusableCache { make: fn(&Path) },
 }
+
+/// A cache file a row damaged, and its bytes before.
+type Damaged = (PathBuf, Vec<u8>);
 
 enum Expect {
     /// `<file>:<line>: error: `<key>`: <message>`, the line being where `at` is in the broken
@@ -24,6 +39,13 @@ enum Expect {
     /// `<op> (<record>) ERROR: ...` containing `words`, and under it, indented, a line of the
     /// compiler's log containing all of `log`.
     RecordError { record: &'static str, words: &'static [&'static str], log: &'static [&'static str] },
+    /// `tf_softmax_stats (<record>) FAIL at ...` containing `words`.
+    RecordFail { record: &'static str, words: &'static [&'static str] },
+    /// Every record passes: what was broken is mended without a word (exit 0).
+    Pass,
+    /// Nothing runs (exit 2, no report): `contracts: error: kernel cache folder <path>: ...`
+    /// on standard error, containing `words`.
+    Fatal { words: &'static str },
 }
 
 struct Row {
@@ -390,10 +412,117 @@ fn rows() -> Vec<Row> {
             alone: false,
         },
         Row {
+            name: "header in a subfolder edited between two runs",
+            breaks: Break::EditedHeader { first: "#define SUM_START 0.0f\n", second: "#define SUM_START 1.0f\n" },
+            // every thread's sum starts at 1: the edited header's behaviour, not the cached library's
+            expect: Expect::RecordFail { record: "f32 scores", words: &["tile_sum", "got 257.0", "want 1.000"] },
+            alone: false,
+        },
+        Row {
+            name: "truncated cached libraries",
+            breaks: Break::DamagedCache { damage: truncate_libraries },
+            expect: Expect::Pass,
+            alone: false,
+        },
+        Row {
+            name: "a byte flipped in a cached library",
+            breaks: Break::DamagedCache { damage: flip_a_byte },
+            expect: Expect::Pass,
+            alone: false,
+        },
+        Row {
+            name: "two cached libraries swapped",
+            breaks: Break::DamagedCache { damage: swap_libraries },
+            expect: Expect::Pass,
+            alone: false,
+        },
+        Row {
+            name: "a cache folder that is a file",
+            breaks: Break::UnusableCache { make: |path| std::fs::write(path, "not a folder").unwrap() },
+            expect: Expect::Fatal { words: "it is a file, not a folder" },
+            alone: false,
+        },
+        Row {
+            name: "a cache folder without write permission",
+            breaks: Break::UnusableCache { make: read_only_folder },
+            expect: Expect::Fatal { words: "cannot write in it: Permission denied" },
+            alone: false,
+        },
+        Row {
             alone: true,
             ..contract("the only contract broken", TF_ADD, "op = \"tf_add\"", b"op = \"tf_addd\"", "op", "op = ", "unknown op")
         },
     ]
+}
+
+/// The cached libraries of the row's two kernels, tf_add's first.
+fn libraries(cache: &Path) -> Vec<PathBuf> {
+    let of = |stem: &str| {
+        let found: Vec<PathBuf> = std::fs::read_dir(cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "so"))
+            .filter(|p| p.file_name().unwrap().to_str().unwrap().rsplit_once('-').is_some_and(|(s, _)| s == stem))
+            .collect();
+        assert_eq!(found.len(), 1, "one library of {stem} in {}: {found:?}", cache.display());
+        found[0].clone()
+    };
+    vec![of("tf_add"), of("tf_softmax_stats")]
+}
+
+/// Puts `bytes` at `path`, giving back the path and the bytes it had.
+fn damage(path: &Path, bytes: &[u8]) -> Damaged {
+    let before = std::fs::read(path).unwrap();
+    std::fs::write(path, bytes).unwrap();
+    (path.to_path_buf(), before)
+}
+
+fn truncate_libraries(cache: &Path) -> Vec<Damaged> {
+    libraries(cache).iter().map(|p| damage(p, &std::fs::read(p).unwrap()[..1000])).collect()
+}
+
+fn flip_a_byte(cache: &Path) -> Vec<Damaged> {
+    let library = &libraries(cache)[0];
+    let mut bytes = std::fs::read(library).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    vec![damage(library, &bytes)]
+}
+
+/// tf_add's library holds tf_softmax_stats's bytes and the other way round.
+fn swap_libraries(cache: &Path) -> Vec<Damaged> {
+    let both = libraries(cache);
+    let (add, stats) = (std::fs::read(&both[0]).unwrap(), std::fs::read(&both[1]).unwrap());
+    vec![damage(&both[0], &stats), damage(&both[1], &add)]
+}
+
+/// A folder no one may write in. Permission bits do not stop root, so the run is then
+/// started without the capabilities that override them (`run_checked`).
+fn read_only_folder(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(path).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o555)).unwrap();
+}
+
+/// Runs the binary; as root, without CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER
+/// (dropped from the bounding set before exec, so the binary and its children never get
+/// them), so that a folder's permission bits hold for it as for anyone.
+fn run_checked(args: &[&str]) -> (i32, Vec<String>, String) {
+    use std::os::unix::process::CommandExt;
+    let mut command = contracts_command(args);
+    if unsafe { libc::geteuid() } == 0 {
+        // linux/capability.h: CAP_DAC_OVERRIDE 1, CAP_DAC_READ_SEARCH 2, CAP_FOWNER 3
+        let drop_overrides = || {
+            for capability in [1, 2, 3] {
+                if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0) } != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        };
+        unsafe { command.pre_exec(drop_overrides) };
+    }
+    output_of(command)
 }
 
 /// `find` replaced by `replace` in `text`, refusing a replacement that does not apply.
@@ -456,18 +585,69 @@ fn set_up(row: &Row) -> Setup {
             copy("contracts/tf_softmax_stats.toml");
             ("kernels/tf_softmax_stats.hip".to_string(), replaced(&real("kernels/tf_softmax_stats.hip"), find, replace.as_bytes()))
         }
+        Break::EditedHeader { first, .. } => {
+            args.push("--no-controls".into());
+            copy("contracts/tf_softmax_stats.toml");
+            let kernel = replaced(
+                &real("kernels/tf_softmax_stats.hip"),
+                "#include \"common.h\"",
+                b"#include \"common.h\"\n#include \"stats/start.h\"",
+            );
+            std::fs::write(base.join("kernels/tf_softmax_stats.hip"), replaced(&kernel, "float sum = 0.0f;", b"float sum = SUM_START;"))
+                .unwrap();
+            std::fs::create_dir_all(base.join("kernels/stats")).unwrap();
+            // the checked run's text is written after the first run
+            ("kernels/stats/start.h".to_string(), first.as_bytes().to_vec())
+        }
+        Break::DamagedCache { .. } | Break::UnusableCache { .. } => {
+            args.push("--no-controls".into());
+            copy("contracts/tf_softmax_stats.toml");
+            args.extend(["--cache-dir".to_string(), base.join("cache").to_str().unwrap().to_string()]);
+            ("cache".to_string(), Vec::new())
+        }
     };
-    std::fs::write(base.join(&broken), &broken_text).unwrap();
+    match &row.breaks {
+        Break::UnusableCache { make } => make(&base.join("cache")),
+        Break::DamagedCache { .. } => {}
+        _ => std::fs::write(base.join(&broken), &broken_text).unwrap(),
+    }
     args.extend(["--report".to_string(), base.join("r.json").to_str().unwrap().to_string()]);
     Setup { dir, broken, broken_text, args }
+}
+
+/// What a row does before the run it checks: a first run (which must pass) where the row
+/// breaks something between two runs. Gives back the damaged cache files with their bytes
+/// before, and what went wrong.
+fn first_run(row: &Row, setup: &Setup) -> (Vec<Damaged>, Option<String>) {
+    let base = setup.dir.path().canonicalize().unwrap();
+    if !matches!(row.breaks, Break::EditedHeader { .. } | Break::DamagedCache { .. }) {
+        return (Vec::new(), None);
+    }
+    let args: Vec<&str> = setup.args.iter().map(String::as_str).collect();
+    let (code, lines, stderr) = output_of(contracts_command(&args));
+    if code != 0 {
+        return (Vec::new(), Some(format!("the first run exited {code}:\n{}\n{stderr}", lines.join("\n"))));
+    }
+    match &row.breaks {
+        Break::EditedHeader { second, .. } => {
+            std::fs::write(base.join(&setup.broken), second).unwrap();
+            (Vec::new(), None)
+        }
+        Break::DamagedCache { damage } => (damage(&base.join("cache")), None),
+        _ => (Vec::new(), None),
+    }
 }
 
 /// Runs one row: what the run said about the broken file, and every way the row falls
 /// short (none when it holds).
 fn check(row: &Row) -> (String, Vec<String>) {
     let setup = set_up(row);
+    let (damaged, first_problem) = first_run(row, &setup);
+    if let Some(problem) = first_problem {
+        return (String::new(), vec![problem]);
+    }
     let args: Vec<&str> = setup.args.iter().map(String::as_str).collect();
-    let (code, lines, stderr) = contracts(&args);
+    let (code, lines, stderr) = run_checked(&args);
     let mut problems = Vec::new();
     let mut expect = |holds: bool, what: String| {
         if !holds {
@@ -510,9 +690,53 @@ fn check(row: &Row) -> (String, Vec<String>) {
                 None => expect(false, format!("no line `{head}...`")),
             }
         }
+        Expect::RecordFail { record, words } => {
+            let head = format!("tf_softmax_stats ({record}) FAIL at ");
+            match printed(&head) {
+                Some(i) => {
+                    said = lines[i].clone();
+                    for w in *words {
+                        expect(lines[i].contains(w), format!("the FAIL line does not say `{w}`: {}", lines[i]));
+                    }
+                }
+                None => expect(false, format!("no line `{head}...`")),
+            }
+        }
+        Expect::Pass => {
+            match printed("tf_softmax_stats (f32 scores) pass ") {
+                Some(i) => said = lines[i].clone(),
+                None => expect(false, "no line `tf_softmax_stats (f32 scores) pass ...`".into()),
+            }
+            for (path, before) in &damaged {
+                let now = std::fs::read(path).unwrap_or_default();
+                expect(&now == before, format!("{} was not rebuilt as it was before the damage", path.display()));
+            }
+        }
+        Expect::Fatal { words } => {
+            let cache = setup.dir.path().canonicalize().unwrap().join("cache");
+            let head = format!("contracts: error: kernel cache folder {}: ", cache.display());
+            match stderr.lines().find(|l| l.starts_with(&head)) {
+                Some(line) => {
+                    said = line.to_string();
+                    expect(line.contains(words), format!("the error does not say `{words}`: {line}"));
+                }
+                None => expect(false, format!("no line `{head}...` on standard error: {stderr}")),
+            }
+            expect(code == 2, format!("exit {code}, not 2"));
+            expect(lines.is_empty(), "a run that cannot start prints nothing on standard output".into());
+            expect(!setup.dir.path().join("r.json").exists(), "a run that cannot start writes no report".into());
+            if !problems.is_empty() {
+                problems.push(format!("output:\n{}\n{stderr}", lines.join("\n")));
+            }
+            return (said, problems);
+        }
     }
 
-    let want_code = if row.alone { 2 } else { 1 };
+    let want_code = match row.expect {
+        Expect::Pass => 0,
+        _ if row.alone => 2,
+        _ => 1,
+    };
     expect(code == want_code, format!("exit {code}, not {want_code}"));
     let summary = lines.last().filter(|l| l.starts_with("SUMMARY ")).cloned();
     expect(summary.is_some(), "the last line is not the SUMMARY".into());
@@ -545,6 +769,11 @@ fn check(row: &Row) -> (String, Vec<String>) {
                         .iter()
                         .any(|r| r["record"] == *record && r["error"].as_str().is_some_and(|e| words.iter().all(|w| e.contains(w))))
                 }),
+                Expect::RecordFail { record, .. } => json["records"]
+                    .as_array()
+                    .is_some_and(|records| records.iter().any(|r| r["record"] == *record && r["outcome"] == "fail")),
+                Expect::Pass => json["records"].as_array().is_some_and(|records| records.iter().all(|r| r["outcome"] == "pass")),
+                Expect::Fatal { .. } => unreachable!("a run that cannot start writes no report"),
             };
             expect(in_report, "the error is not in the JSON report".into());
         }
