@@ -42,6 +42,9 @@ pub enum EngineError {
         source: std::io::Error,
     },
 
+    #[error("kernel cache folder {path}: {reason}")]
+    CacheFolder { path: PathBuf, reason: String },
+
     #[error("cannot load library {library}: {reason}")]
     LoadLibrary { library: String, reason: String },
 

@@ -14,20 +14,32 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
+/// The `contracts` binary with `args`, run from the repository, with the tests' shared kernel
+/// cache unless `args` name another.
+fn contracts_command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_contracts"));
+    command.args(args).current_dir(root());
+    if !args.contains(&"--cache-dir") {
+        command.arg("--cache-dir").arg(root().join("target/kernel-cache"));
+    }
+    command
+}
+
 fn contracts(args: &[&str]) -> (i32, Vec<String>, String) {
-    contracts_in(&root(), args)
+    output_of(contracts_command(args))
 }
 
 /// The binary run from `cwd` (the repository, as users and the device runs do), on the
 /// shared kernel cache.
 fn contracts_in(cwd: &Path, args: &[&str]) -> (i32, Vec<String>, String) {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_contracts"))
-        .args(args)
-        .arg("--cache-dir")
-        .arg(root().join("target/kernel-cache"))
-        .current_dir(cwd)
-        .output()
-        .expect("run contracts");
+    let mut command = contracts_command(args);
+    command.current_dir(cwd);
+    output_of(command)
+}
+
+/// Exit status, standard output lines and standard error of a run.
+fn output_of(mut command: Command) -> (i32, Vec<String>, String) {
+    let out: Output = command.output().expect("run contracts");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.code().unwrap_or(-1), stdout.lines().map(str::to_string).collect(), stderr)

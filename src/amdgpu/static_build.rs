@@ -3,9 +3,9 @@
 //! read gfx1201 resource usage from the code object's metadata note (`super::metadata`).
 //!
 //! The HIP dialect comes from a header-free prelude (`kernels/hip/prelude.h`) force-included
-//! ahead of the source. Code objects are cached by a hash of everything that can change
-//! their bits: compiler identity, flags, target, prelude, source and every header in the
-//! include directories. Identical inputs give byte-identical code objects (fixed `-cuid`).
+//! ahead of the source. Code objects are cached by what clang read (`crate::backend::cache`):
+//! compiler identity, flags, target, prelude and source in the key, every header it read in
+//! the manifest. Identical inputs give byte-identical code objects (fixed `-cuid`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,6 +14,7 @@ use std::process::Command;
 use super::metadata::{self, CodeObjectMetadata, MetadataError, ResourceUsage};
 use crate::EngineError;
 use crate::backend::KernelSource;
+use crate::backend::cache::{self, BuildDir, CacheKey, KernelCache, Reads, Staged};
 
 /// Tried in this order when `KERNEL_CONTRACTS_CLANG` is not set.
 pub const DEFAULT_CLANGS: &[&str] = &["clang++-22", "clang-22", "clang++-19"];
@@ -122,17 +123,19 @@ impl HipClang {
         }
         let read = |path: &Path| fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e });
         let flags = HipClang::flags(arch);
-
-        let key = crate::backend::build_key(source, &read(prelude)?, &[&self.identity, &flags.join(" "), arch])?;
-        let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
-        let path = cache_dir.join(format!("{stem}-{arch}-{key}.co"));
-
-        if let Ok(bytes) = fs::read(&path) {
-            // a damaged cache entry is rebuilt, not trusted
-            if let Ok(metadata) = metadata::read_metadata(&bytes, &path.display().to_string()) {
+        let joined = flags.join(" ");
+        let parts = ["gfx static build", self.program.as_str(), &self.identity, &joined];
+        let key = |source_bytes: &[u8]| -> Result<CacheKey, EngineError> {
+            Ok(CacheKey::new(source, source_bytes, &read(prelude)?, &parts, arch))
+        };
+        let cache = KernelCache::new(cache_dir);
+        if let Some(mut found) = cache.lookup(&key(&read(&source.path)?)?, 1) {
+            let found = found.remove(0);
+            // an entry whose bytes hash as recorded but do not decode is rebuilt too
+            if let Ok(metadata) = metadata::read_metadata(&found.bytes, &found.path.display().to_string()) {
                 let object = CodeObject {
-                    path,
-                    bytes,
+                    path: found.path,
+                    bytes: found.bytes,
                     compiler: self.identity.clone(),
                     arch: arch.to_string(),
                     metadata,
@@ -143,14 +146,41 @@ impl HipClang {
             }
         }
 
-        fs::create_dir_all(cache_dir).map_err(|e| EngineError::Cache { path: cache_dir.to_path_buf(), source: e })?;
-        let staged = cache_dir.join(format!(".{stem}-{key}-{}-{}.co", std::process::id(), next_build()));
+        let work = BuildDir::new(cache_dir, &format!("gfx-{arch}"))?;
+        // clang reads the source after this: a change from here on leaves the build unrecorded
+        let key = key(&read(&source.path)?)?;
+        let staged = work.path().join("kernel.co");
+        let depfile = work.path().join("kernel.d");
+        let log = self.compile(source, &flags, prelude, &staged, &depfile)?;
+        let bytes = fs::read(&staged).map_err(|e| EngineError::Cache { path: staged.clone(), source: e })?;
+        let metadata = metadata::read_metadata(&bytes, &source.display_path)?;
+        let text = fs::read_to_string(&depfile).map_err(|e| EngineError::Cache { path: depfile.clone(), source: e })?;
+        let reads = Reads { files: cache::depfile_paths(&text).into_iter().map(PathBuf::from).collect(), absent: Vec::new() };
+        let system = cache::system_include_dirs(&self.program, &flags);
+        let recorded = cache::record(&key, &reads, &cache::user_dirs(source), &system, &work);
+        let path = cache.store(&key, recorded, vec![("co", Staged::File(staged))])?.remove(0).path;
+        let object = CodeObject { path, bytes, compiler: self.identity.clone(), arch: arch.to_string(), metadata, cached: false, log };
+        check_kernels(source, object)
+    }
+
+    /// Runs clang: the code object to `output`, every file it read to `depfile` (in device-only
+    /// mode the driver ignores `-MD`, so the front end is asked directly). Returns its warnings.
+    fn compile(
+        &self,
+        source: &KernelSource,
+        flags: &[String],
+        prelude: &Path,
+        output: &Path,
+        depfile: &Path,
+    ) -> Result<String, EngineError> {
         let mut command = Command::new(&self.program);
-        command.args(&flags);
+        command.args(flags);
         for dir in &source.include_dirs {
             command.arg("-I").arg(dir);
         }
-        command.arg("-include").arg(prelude).arg(&source.path).arg("-o").arg(&staged);
+        command.arg("-include").arg(prelude).arg(&source.path).arg("-o").arg(output);
+        command.args(["-Xclang", "-dependency-file", "-Xclang"]).arg(depfile);
+        command.args(["-Xclang", "-MT", "-Xclang", cache::DEPFILE_TARGET, "-Xclang", "-sys-header-deps"]);
         let out = command.output().map_err(|e| EngineError::Tool {
             tool: self.program.clone(),
             path: source.display_path.clone(),
@@ -160,30 +190,14 @@ impl HipClang {
         log.push_str(&String::from_utf8_lossy(&out.stdout));
         let log = log.trim_end().to_string();
         if !out.status.success() {
-            let _ = fs::remove_file(&staged);
             return Err(EngineError::Compile {
                 path: source.display_path.clone(),
                 compiler: format!("{} ({})", self.identity, self.program),
                 log,
             });
         }
-        let bytes = fs::read(&staged).map_err(|e| EngineError::Cache { path: staged.clone(), source: e })?;
-        let metadata = match metadata::read_metadata(&bytes, &source.display_path) {
-            Ok(m) => m,
-            Err(e) => {
-                let _ = fs::remove_file(&staged);
-                return Err(e.into());
-            }
-        };
-        fs::rename(&staged, &path).map_err(|e| EngineError::Cache { path: path.clone(), source: e })?;
-        let object = CodeObject { path, bytes, compiler: self.identity.clone(), arch: arch.to_string(), metadata, cached: false, log };
-        check_kernels(source, object)
+        Ok(log)
     }
-}
-
-fn next_build() -> u64 {
-    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 fn check_kernels(source: &KernelSource, object: CodeObject) -> Result<CodeObject, EngineError> {

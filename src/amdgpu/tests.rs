@@ -146,8 +146,8 @@ fn limits_controls_break_their_own_limit() {
     }
 }
 
-/// A fresh cache compiles; the second build is a cache hit with the same bytes; a changed
-/// header in an include directory is a new key; two cold builds are byte-identical.
+/// A fresh cache compiles; the second build is a cache hit with the same bytes; two cold
+/// builds are byte-identical; a header no kernel includes is no rebuild.
 #[test]
 fn code_objects_are_cached_by_content_and_deterministic() {
     let Some(clang) = clang() else { return };
@@ -172,16 +172,49 @@ fn code_objects_are_cached_by_content_and_deterministic() {
     assert!(!again.cached);
     assert_eq!(again.bytes, cold.bytes, "a fixed -cuid makes builds byte-identical");
 
-    fs::write(include.join("unrelated.h"), "// a header no kernel includes still changes the key\n").unwrap();
-    let rebuilt = clang.build(&source, GFX1201, &prelude(), &cache).unwrap();
-    assert!(!rebuilt.cached);
-    assert_ne!(rebuilt.path, cold.path);
+    fs::write(include.join("unrelated.h"), "// a header no kernel includes\n").unwrap();
+    let unrelated = clang.build(&source, GFX1201, &prelude(), &cache).unwrap();
+    assert!(unrelated.cached, "the key is what clang read");
+    assert_eq!(unrelated.path, cold.path);
+}
 
-    // a damaged cache entry is rebuilt, not trusted
-    fs::write(&rebuilt.path, b"not a code object").unwrap();
-    let repaired = clang.build(&source, GFX1201, &prelude(), &cache).unwrap();
-    assert!(!repaired.cached);
-    assert_eq!(repaired.bytes, cold.bytes);
+/// The code object follows its headers wherever they lie (a subfolder of the include folder,
+/// outside the repository), and a truncated, altered or swapped one is rebuilt, never used.
+#[test]
+fn code_objects_follow_every_header_read_and_damaged_ones_are_rebuilt() {
+    use crate::backend::cache::test_repo::{TempRepo, damages, replace};
+    let Some(clang) = clang() else { return };
+    let repo = TempRepo::new();
+    let build = |source: &KernelSource| clang.build(source, GFX1201, &prelude(), &repo.cache()).unwrap_or_else(|e| panic!("{e}"));
+    let lds = |object: &CodeObject| object.resource_usage("tile").unwrap().lds_bytes;
+
+    let source = repo.tile_source("tile", 64, 1);
+    let first = build(&source);
+    assert_eq!((first.cached, lds(&first)), (false, 256));
+    assert!(build(&source).cached);
+    repo.write("repo/kernels/sub/tile.h", "#define TILE 128\n");
+    let edited = build(&source);
+    assert_eq!((edited.cached, lds(&edited)), (false, 512), "a header in a subfolder");
+    repo.write("elsewhere/extra.h", "#define EXTRA 2\n");
+    let outside = build(&source);
+    assert_eq!((outside.cached, lds(&outside)), (false, 1024), "a header outside the repository");
+    assert_eq!(build(&source).path, outside.path);
+
+    for (damage, bytes) in damages(&outside.bytes) {
+        replace(&outside.path, &bytes);
+        let rebuilt = build(&source);
+        assert!(!rebuilt.cached, "{damage}: rebuilt");
+        assert!(rebuilt.bytes == outside.bytes, "{damage}: the code object again");
+        assert!(fs::read(&rebuilt.path).unwrap() == outside.bytes, "{damage}: written again");
+    }
+
+    let other = repo.source("other", "extern \"C\" __global__ void tile(float* y) { y[threadIdx.x] = 1.0f; }\n", "tile");
+    let other_object = build(&other);
+    replace(&outside.path, &other_object.bytes);
+    replace(&other_object.path, &outside.bytes);
+    let (rebuilt, rebuilt_other) = (build(&source), build(&other));
+    assert!(!rebuilt.cached && !rebuilt_other.cached, "swapped code objects are rebuilt");
+    assert_eq!((lds(&rebuilt), lds(&rebuilt_other)), (1024, 0));
 }
 
 fn scratch_source(dir: &Path, name: &str, text: &str) -> KernelSource {

@@ -1,6 +1,7 @@
 //! Backends behind one object-safe trait: where kernels are compiled, where buffers live,
 //! and how a launch runs. `host` is the embedded default and needs no GPU.
 
+pub mod cache;
 pub mod cuda;
 pub mod hip;
 pub mod host;
@@ -269,37 +270,4 @@ pub trait Backend: Send + Sync {
         let _ = request;
         Err(EngineError::Op { op: "gemm_bf16".into(), reason: format!("the {} backend has no BF16 GEMM", self.name()) })
     }
-}
-
-/// The cache key of a kernel source built one way: a hash of everything that can change the
-/// built bits. `parts` names the compiler, its version and flags; the source, the prelude
-/// and every header in the source's include folders are read here.
-pub fn build_key(source: &KernelSource, prelude: &[u8], parts: &[&str]) -> Result<String, EngineError> {
-    use sha2::{Digest, Sha256};
-    let read = |path: &std::path::Path| std::fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e });
-    let mut hash = Sha256::new();
-    let mut add = |bytes: &[u8]| {
-        hash.update((bytes.len() as u64).to_le_bytes());
-        hash.update(bytes);
-    };
-    for part in parts {
-        add(part.as_bytes());
-    }
-    add(source.display_path.as_bytes());
-    add(source.kernels.join(",").as_bytes());
-    add(prelude);
-    add(&read(&source.path)?);
-    for dir in &source.include_dirs {
-        let mut headers: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| EngineError::ReadSource { path: dir.clone(), source: e })?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "h" || x == "hpp"))
-            .collect();
-        headers.sort();
-        for header in headers {
-            add(header.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
-            add(&read(&header)?);
-        }
-    }
-    Ok(hash.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect())
 }

@@ -85,7 +85,8 @@ struct Flags {
     /// Host backend: warp size, 32 (gfx1201 wave32, NVIDIA) or 64.
     #[arg(long, global = true, default_value_t = 32)]
     warp_size: u32,
-    /// Where built host kernels are cached (default: <root>/target/kernel-cache).
+    /// Where built kernels are cached (default: <root>/target/kernel-cache); it must be a
+    /// folder this run can write in.
     #[arg(long, global = true)]
     cache_dir: Option<PathBuf>,
     /// A limit problem (live figures that differ from the recorded ones) fails the record.
@@ -153,9 +154,14 @@ fn check_only(only: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// The kernel cache folder every backend of the run builds into.
+fn cache_dir(flags: &Flags, root: &Path) -> PathBuf {
+    flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache"))
+}
+
 fn static_compiler(arch: &str, flags: &Flags, root: &Path) -> Result<Box<dyn StaticCompiler>> {
     let kernels = flags.kernels.clone().unwrap_or_else(|| root.join("kernels"));
-    let cache_dir = flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache"));
+    let cache_dir = cache_dir(flags, root);
     if arch.starts_with("gfx") {
         let clang = HipClang::discover().context("the static gfx path needs clang-22 (apt-get install clang-22 lld-22 llvm-22)")?;
         Ok(Box::new(Gfx1201Static {
@@ -176,13 +182,13 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
     let host = || -> Result<Box<dyn Backend>> {
         let options = HostOptions {
             prelude: flags.kernels.clone().unwrap_or_else(|| root.join("kernels")).join("host/prelude.h"),
-            cache_dir: flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache")),
+            cache_dir: cache_dir(flags, root),
             workers: flags.workers.unwrap_or_else(worker_count).max(1),
             warp_size: flags.warp_size,
         };
         Ok(Box::new(HostBackend::new(options).context("starting the host backend")?))
     };
-    let cuda = || CudaBackend::probe(CudaOptions::for_root(root));
+    let cuda = || CudaBackend::probe(CudaOptions { cache_dir: Some(cache_dir(flags, root)), ..CudaOptions::for_root(root) });
     let hip = || HipBackend::probe(HipOptions::for_root(root));
     match flags.backend {
         BackendChoice::Host => Ok((host()?, None)),
@@ -268,7 +274,7 @@ fn reference_host(flags: &Flags, settings: &Settings) -> Result<Option<HostBacke
     }
     let options = HostOptions {
         prelude: settings.kernels_dir.join("host/prelude.h"),
-        cache_dir: flags.cache_dir.clone().unwrap_or_else(|| settings.root.join("target/kernel-cache")),
+        cache_dir: cache_dir(flags, &settings.root),
         workers: worker_count(),
         warp_size: flags.warp_size,
     };
@@ -339,6 +345,8 @@ fn run(flags: &Flags) -> Result<i32> {
     {
         bail!("--arch {arch} needs --static (or the record subcommand); a live run takes its arch from the device");
     }
+    // a folder that cannot hold the cache is one error, not one per kernel
+    engine::backend::cache::prepare_folder(&cache_dir(flags, &root))?;
     // gate 4 from a compiler's figures alone: no kernel runs, so nothing to isolate
     let compiler_only = flags.static_only || matches!(flags.command, Some(Subcommand::Record)) && flags.backend != BackendChoice::Cuda;
     let settings = settings(flags, &root, !flags.in_process && !compiler_only);

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{contracts_in, copy_dir, root};
+use crate::{contracts_command, copy_dir, output_of, root};
 
 /// How a row breaks its copy of the repository. Texts are replaced in a copy of a real
 /// file, so a row keeps meaning what it says when the real file changes (a replacement
@@ -27,7 +27,20 @@ enum Break {
     /// The good repository, run with these flags; without `--root` when `root` is false, from
     /// the folder beside the repository (no `contracts/` there or above).
     Flags { args: &'static [&'static str], root: bool },
+    /// `kernels/tf_softmax_stats.hip` made to start its sums at `SUM_START` from
+    /// `kernels/stats/start.h`, a header in a subfolder of the include folder: a first run
+    /// with `first` there, then the run checked with `second`.
+    EditedHeader { first: &'static str, second: &'static str },
+    /// A first run fills a kernel cache folder of the row's own with tf_add's and
+    /// tf_softmax_stats's libraries; `damage` breaks them (and gives back each damaged file
+    /// with its bytes before); the run checked uses the cache as it is left.
+    DamagedCache { damage: fn(&Path) -> Vec<Damaged> },
+    /// `--cache-dir` names `<copy>/cache`, which `make` makes unusable for a cache.
+    UnusableCache { make: fn(&Path) },
 }
+
+/// A cache file a row damaged, and its bytes before.
+type Damaged = (PathBuf, Vec<u8>);
 
 /// Lays out a row's repository; returns the file its error names, and that file's text.
 type Arrange = fn(&Fixture) -> Option<(String, Vec<u8>)>;
@@ -49,6 +62,13 @@ enum Expect {
     Written,
     /// Exit 2 before anything ran, standard error saying `words`, no report.
     Refused { words: &'static str },
+    /// `tf_softmax_stats (<record>) FAIL at ...` containing `words`.
+    RecordFail { record: &'static str, words: &'static [&'static str] },
+    /// Every record passes: what was broken is mended without a word (exit 0).
+    Pass,
+    /// Nothing runs (exit 2, no report): `contracts: error: kernel cache folder <path>: ...`
+    /// on standard error, containing `words`.
+    Fatal { words: &'static str },
 }
 
 struct Row {
@@ -281,7 +301,115 @@ fn new_rows() -> Vec<Row> {
             "is wider than i64 holds (its width 9223372036854775807 - -9223372036854775807 overflows)",
         ),
         contract("int bound past i64", TF_ADD, "b = \"normal(0, 1)", b"b = \"int(0, 9223372036854775808)", "inputs.b", "b = \"int", "out of range"),
+        Row {
+            name: "header in a subfolder edited between two runs",
+            breaks: Break::EditedHeader { first: "#define SUM_START 0.0f\n", second: "#define SUM_START 1.0f\n" },
+            // every thread's sum starts at 1: the edited header's behaviour, not the cached library's
+            expect: Expect::RecordFail { record: "f32 scores", words: &["tile_sum", "got 257.0", "want 1.000"] },
+            alone: false,
+        },
+        Row {
+            name: "truncated cached libraries",
+            breaks: Break::DamagedCache { damage: truncate_libraries },
+            expect: Expect::Pass,
+            alone: false,
+        },
+        Row {
+            name: "a byte flipped in a cached library",
+            breaks: Break::DamagedCache { damage: flip_a_byte },
+            expect: Expect::Pass,
+            alone: false,
+        },
+        Row {
+            name: "two cached libraries swapped",
+            breaks: Break::DamagedCache { damage: swap_libraries },
+            expect: Expect::Pass,
+            alone: false,
+        },
+        Row {
+            name: "a cache folder that is a file",
+            breaks: Break::UnusableCache { make: |path| std::fs::write(path, "not a folder").unwrap() },
+            expect: Expect::Fatal { words: "it is a file, not a folder" },
+            alone: false,
+        },
+        Row {
+            name: "a cache folder without write permission",
+            breaks: Break::UnusableCache { make: read_only_folder },
+            expect: Expect::Fatal { words: "cannot write in it: Permission denied" },
+            alone: false,
+        },
     ]
+}
+
+/// The cached libraries of the row's two kernels, tf_add's first.
+fn libraries(cache: &Path) -> Vec<PathBuf> {
+    let of = |stem: &str| {
+        let found: Vec<PathBuf> = std::fs::read_dir(cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "so"))
+            .filter(|p| p.file_name().unwrap().to_str().unwrap().rsplit_once('-').is_some_and(|(s, _)| s == stem))
+            .collect();
+        assert_eq!(found.len(), 1, "one library of {stem} in {}: {found:?}", cache.display());
+        found[0].clone()
+    };
+    vec![of("tf_add"), of("tf_softmax_stats")]
+}
+
+/// Puts `bytes` at `path`, giving back the path and the bytes it had.
+fn damage(path: &Path, bytes: &[u8]) -> Damaged {
+    let before = std::fs::read(path).unwrap();
+    std::fs::write(path, bytes).unwrap();
+    (path.to_path_buf(), before)
+}
+
+fn truncate_libraries(cache: &Path) -> Vec<Damaged> {
+    libraries(cache).iter().map(|p| damage(p, &std::fs::read(p).unwrap()[..1000])).collect()
+}
+
+fn flip_a_byte(cache: &Path) -> Vec<Damaged> {
+    let library = &libraries(cache)[0];
+    let mut bytes = std::fs::read(library).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    vec![damage(library, &bytes)]
+}
+
+/// tf_add's library holds tf_softmax_stats's bytes and the other way round.
+fn swap_libraries(cache: &Path) -> Vec<Damaged> {
+    let both = libraries(cache);
+    let (add, stats) = (std::fs::read(&both[0]).unwrap(), std::fs::read(&both[1]).unwrap());
+    vec![damage(&both[0], &stats), damage(&both[1], &add)]
+}
+
+/// A folder no one may write in. Permission bits do not stop root, so the run is then
+/// started without the capabilities that override them (`run_checked`).
+fn read_only_folder(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(path).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o555)).unwrap();
+}
+
+/// Runs the binary; as root, without CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER
+/// (dropped from the bounding set before exec, so the binary and its children never get
+/// them), so that a folder's permission bits hold for it as for anyone.
+fn run_checked(cwd: &Path, args: &[&str]) -> (i32, Vec<String>, String) {
+    use std::os::unix::process::CommandExt;
+    let mut command = contracts_command(args);
+    command.current_dir(cwd);
+    if unsafe { libc::geteuid() } == 0 {
+        // linux/capability.h: CAP_DAC_OVERRIDE 1, CAP_DAC_READ_SEARCH 2, CAP_FOWNER 3
+        let drop_overrides = || {
+            for capability in [1, 2, 3] {
+                if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0) } != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        };
+        unsafe { command.pre_exec(drop_overrides) };
+    }
+    output_of(command)
 }
 
 fn rows() -> Vec<Row> {
@@ -757,6 +885,30 @@ fn set_up(row: &Row) -> Setup {
             args.push("--no-controls".into());
             arrange(&f).unwrap_or_default()
         }
+        Break::EditedHeader { first, .. } => {
+            args.push("--no-controls".into());
+            f.copy("contracts/tf_softmax_stats.toml");
+            let kernel = replaced(
+                &f.real("kernels/tf_softmax_stats.hip"),
+                "#include \"common.h\"",
+                b"#include \"common.h\"\n#include \"stats/start.h\"",
+            );
+            std::fs::write(f.base.join("kernels/tf_softmax_stats.hip"), replaced(&kernel, "float sum = 0.0f;", b"float sum = SUM_START;"))
+                .unwrap();
+            std::fs::create_dir_all(f.base.join("kernels/stats")).unwrap();
+            // the checked run's text is written after the first run
+            std::fs::write(f.base.join("kernels/stats/start.h"), first).unwrap();
+            ("kernels/stats/start.h".to_string(), first.as_bytes().to_vec())
+        }
+        Break::DamagedCache { .. } | Break::UnusableCache { .. } => {
+            args.push("--no-controls".into());
+            f.copy("contracts/tf_softmax_stats.toml");
+            args.extend(["--cache-dir".to_string(), f.base.join("cache").to_str().unwrap().to_string()]);
+            if let Break::UnusableCache { make } = &row.breaks {
+                make(&f.base.join("cache"));
+            }
+            ("cache".to_string(), Vec::new())
+        }
         Break::Flags { args: given, root } => {
             if !root {
                 args.clear();
@@ -773,6 +925,31 @@ fn set_up(row: &Row) -> Setup {
     Setup { _dir: dir, fixture: f, broken, broken_text, args, cwd }
 }
 
+/// What a row does before the run it checks: a first run (which must pass) where the row
+/// breaks something between two runs. Gives back the damaged cache files with their bytes
+/// before, and what went wrong.
+fn first_run(row: &Row, setup: &Setup) -> (Vec<Damaged>, Option<String>) {
+    if !matches!(row.breaks, Break::EditedHeader { .. } | Break::DamagedCache { .. }) {
+        return (Vec::new(), None);
+    }
+    let base = &setup.fixture.base;
+    let args: Vec<&str> = setup.args.iter().map(String::as_str).collect();
+    let mut command = contracts_command(&args);
+    command.current_dir(&setup.cwd);
+    let (code, lines, stderr) = output_of(command);
+    if code != 0 {
+        return (Vec::new(), Some(format!("the first run exited {code}:\n{}\n{stderr}", lines.join("\n"))));
+    }
+    match &row.breaks {
+        Break::EditedHeader { second, .. } => {
+            std::fs::write(base.join(&setup.broken), second).unwrap();
+            (Vec::new(), None)
+        }
+        Break::DamagedCache { damage } => (damage(&base.join("cache")), None),
+        _ => (Vec::new(), None),
+    }
+}
+
 /// The exit status a row's run must end with.
 fn want_code(row: &Row) -> i32 {
     match row.expect {
@@ -780,6 +957,9 @@ fn want_code(row: &Row) -> i32 {
         Expect::LoadError { .. } | Expect::RecordError { .. } => 1,
         Expect::NotRun { .. } | Expect::Written => 0,
         Expect::ReportRefused { .. } | Expect::Refused { .. } => 2,
+        Expect::RecordFail { .. } => 1,
+        Expect::Pass => 0,
+        Expect::Fatal { .. } => 2,
     }
 }
 
@@ -789,9 +969,13 @@ fn check(row: &Row) -> (String, Vec<String>) {
     let setup = set_up(row);
     let f = &setup.fixture;
     let outside_before = listing(&f.outside);
+    let (damaged, first_problem) = first_run(row, &setup);
+    if let Some(problem) = first_problem {
+        return (String::new(), vec![problem]);
+    }
     let report_before = kind_at(&f.report());
     let args: Vec<&str> = setup.args.iter().map(String::as_str).collect();
-    let (code, lines, stderr) = contracts_in(&setup.cwd, &args);
+    let (code, lines, stderr) = run_checked(&setup.cwd, &args);
     let mut problems = Vec::new();
     let mut expect = |holds: bool, what: String| {
         if !holds {
@@ -865,6 +1049,40 @@ fn check(row: &Row) -> (String, Vec<String>) {
             expect(lines.iter().all(|l| !l.starts_with("SUMMARY ")), "a SUMMARY printed though nothing ran".into());
             expect(kind_at(&f.report()) == "nothing", "a report was written though nothing ran".into());
         }
+        Expect::RecordFail { record, words } => {
+            let head = format!("tf_softmax_stats ({record}) FAIL at ");
+            match printed(&head) {
+                Some(i) => {
+                    said = lines[i].clone();
+                    for w in *words {
+                        expect(lines[i].contains(w), format!("the FAIL line does not say `{w}`: {}", lines[i]));
+                    }
+                }
+                None => expect(false, format!("no line `{head}...`")),
+            }
+        }
+        Expect::Pass => {
+            match printed("tf_softmax_stats (f32 scores) pass ") {
+                Some(i) => said = lines[i].clone(),
+                None => expect(false, "no line `tf_softmax_stats (f32 scores) pass ...`".into()),
+            }
+            for (path, before) in &damaged {
+                let now = std::fs::read(path).unwrap_or_default();
+                expect(&now == before, format!("{} was not rebuilt as it was before the damage", path.display()));
+            }
+        }
+        Expect::Fatal { words } => {
+            let head = format!("contracts: error: kernel cache folder {}: ", f.base.join("cache").display());
+            match stderr.lines().find(|l| l.starts_with(&head)) {
+                Some(line) => {
+                    said = line.to_string();
+                    expect(line.contains(words), format!("the error does not say `{words}`: {line}"));
+                }
+                None => expect(false, format!("no line `{head}...` on standard error")),
+            }
+            expect(lines.is_empty(), "a run that cannot start prints nothing on standard output".into());
+            expect(kind_at(&f.report()) == "nothing", "a report was written though nothing ran".into());
+        }
     }
 
     let want_code = want_code(row);
@@ -876,7 +1094,7 @@ fn check(row: &Row) -> (String, Vec<String>) {
         .filter(|n| n.starts_with(".r.json."))
         .collect();
     expect(leftovers.is_empty(), format!("temporary files left beside the report: {leftovers:?}"));
-    if matches!(row.expect, Expect::Refused { .. }) {
+    if matches!(row.expect, Expect::Refused { .. } | Expect::Fatal { .. }) {
         return finish(said, problems, &lines, &stderr);
     }
 
@@ -919,7 +1137,11 @@ fn check(row: &Row) -> (String, Vec<String>) {
                     .as_array()
                     .is_some_and(|listed| listed.iter().any(|c| c.as_str().is_some_and(|c| c.starts_with(file) && c.contains(words)))),
                 Expect::Written => json["records"].as_array().is_some_and(|r| r.len() == 3),
-                Expect::ReportRefused { .. } | Expect::Refused { .. } => true,
+                Expect::RecordFail { record, .. } => json["records"]
+                    .as_array()
+                    .is_some_and(|records| records.iter().any(|r| r["record"] == *record && r["outcome"] == "fail")),
+                Expect::Pass => json["records"].as_array().is_some_and(|records| records.iter().all(|r| r["outcome"] == "pass")),
+                Expect::ReportRefused { .. } | Expect::Refused { .. } | Expect::Fatal { .. } => true,
             };
             expect(in_report, "the outcome is not in the JSON report".into());
         }

@@ -1,16 +1,19 @@
 //! NVRTC, layers (b) and (c): discovery, one wrapper per call with NVRTC's own error
 //! string, a program that is destroyed on drop, and the compiler that turns a kernel
-//! source into an sm_XX cubin (cached by content hash). Needs no GPU and no libcuda.
+//! source into an sm_XX cubin (cached by what it read, `crate::backend::cache`). Needs no
+//! GPU and no libcuda.
 
 use std::ffi::{CString, c_char, c_int};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 
 use super::cubin::{self, CubinInfo, PtxasFunction};
 use super::sys::*;
 use crate::EngineError;
 use crate::backend::KernelSource;
+use crate::backend::cache::{self, BuildDir, CacheKey, KernelCache, Reads, Staged};
 
 /// How to get NVRTC on a machine without the CUDA toolkit (what the error says).
 pub const NVRTC_INSTALL: &str = "`cargo xtask setup` installs the PyPI wheel nvidia-cuda-nvrtc==13.0.* into \
@@ -326,33 +329,14 @@ impl CudaCompiler {
         options
     }
 
-    /// The cubin of `source` for `arch`, from the cache when present.
+    /// The cubin of `source` for `arch`, from the cache when every file the last compile
+    /// read, the cubin and its log still hash as recorded.
     pub fn compile(&self, source: &KernelSource, arch: &str) -> Result<Cubin, EngineError> {
-        let read = |path: &Path| fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e });
-        let text = String::from_utf8(read(&source.path)?).map_err(|_| EngineError::Compile {
-            path: source.display_path.clone(),
-            compiler: self.nvrtc.identity(),
-            log: "the source is not UTF-8".into(),
-        })?;
         let options = self.options(source, arch);
-
-        let identity = format!("NVRTC {}.{}", self.nvrtc.version.0, self.nvrtc.version.1);
-        let key = crate::backend::build_key(source, self.prelude_text.as_bytes(), &[&identity, &options.join(" ")])?;
-        let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
-        let cached =
-            self.cache_dir.as_ref().map(|d| (d.join(format!("{stem}-{arch}-{key}.cubin")), d.join(format!("{stem}-{arch}-{key}.log"))));
-
-        let (image, log) = match &cached {
-            Some((cubin_path, log_path)) if cubin_path.is_file() && log_path.is_file() => {
-                (read(cubin_path)?, fs::read_to_string(log_path).unwrap_or_default())
-            }
-            _ => {
-                let headers = vec![(PRELUDE_NAME.to_string(), self.prelude_text.clone())];
-                let compiled = self.nvrtc.compile(&source.display_path, &text, &headers, &options)?;
-                if let Some((cubin_path, log_path)) = &cached {
-                    store(cubin_path, &compiled.cubin)?;
-                    store(log_path, compiled.log.as_bytes())?;
-                }
+        let (image, log) = match &self.cache_dir {
+            Some(dir) => self.compile_cached(source, arch, &options, dir)?,
+            None => {
+                let compiled = self.compile_bytes(source, &read(&source.path)?, &options)?;
                 (compiled.cubin, compiled.log)
             }
         };
@@ -364,15 +348,73 @@ impl CudaCompiler {
         let report = cubin::parse_ptxas_report(&log);
         Ok(Cubin { arch: arch.to_string(), image, log, info, report })
     }
+
+    fn compile_bytes(&self, source: &KernelSource, bytes: &[u8], options: &[String]) -> Result<Compiled, EngineError> {
+        let text = std::str::from_utf8(bytes).map_err(|_| EngineError::Compile {
+            path: source.display_path.clone(),
+            compiler: self.nvrtc.identity(),
+            log: "the source is not UTF-8".into(),
+        })?;
+        let headers = vec![(PRELUDE_NAME.to_string(), self.prelude_text.clone())];
+        self.nvrtc.compile(&source.display_path, text, &headers, options)
+    }
+
+    fn compile_cached(&self, source: &KernelSource, arch: &str, options: &[String], dir: &Path) -> Result<(Vec<u8>, String), EngineError> {
+        let identity = format!("NVRTC {}.{}", self.nvrtc.version.0, self.nvrtc.version.1);
+        // include folders are in the key already, relative to the repository
+        let mut parts = vec![identity.as_str()];
+        parts.extend(options.iter().map(String::as_str).filter(|o| !o.starts_with("--include-path=")));
+        let key = |bytes: &[u8]| CacheKey::new(source, bytes, self.prelude_text.as_bytes(), &parts, arch);
+        let cache = KernelCache::new(dir);
+        if let Some(found) = cache.lookup(&key(&read(&source.path)?), 2) {
+            return Ok((found[0].bytes.clone(), String::from_utf8_lossy(&found[1].bytes).into_owned()));
+        }
+
+        let work = BuildDir::new(dir, &format!("nvrtc-{arch}"))?;
+        let bytes = read(&source.path)?;
+        let key = key(&bytes);
+        let compiled = self.compile_bytes(source, &bytes, options)?;
+        // without the list of what NVRTC read, the cubin is used but not kept
+        if let Some(reads) = self.reads(source, arch) {
+            let recorded = cache::record(&key, &reads, &cache::user_dirs(source), &[], &work);
+            let artifacts =
+                vec![("cubin", Staged::Bytes(compiled.cubin.clone())), ("log", Staged::Bytes(compiled.log.clone().into_bytes()))];
+            cache.store(&key, recorded, artifacts)?;
+        }
+        Ok((compiled.cubin, compiled.log))
+    }
+
+    /// What NVRTC reads for `source`. NVRTC has neither a dependency output nor an include
+    /// callback, so the host C++ preprocessor runs over the source as NVRTC sees it: the same
+    /// include folders and prelude, NVRTC's predefined macros, no system folders (NVRTC has
+    /// none). A header it cannot find (`-MG`) is one of NVRTC's builtin headers, which come
+    /// with NVRTC's identity: it is recorded as absent from every folder it could be found in.
+    fn reads(&self, source: &KernelSource, arch: &str) -> Option<Reads> {
+        static PREPROCESSOR: OnceLock<Option<String>> = OnceLock::new();
+        let program = PREPROCESSOR.get_or_init(|| crate::backend::host::HostCompiler::discover().ok().map(|c| c.program)).as_ref()?;
+        let digits: String = arch.strip_prefix("sm_")?.chars().take_while(char::is_ascii_digit).collect();
+        let mut command = Command::new(program);
+        command.args(["-x", "c++", "-std=c++17", "-undef", "-nostdinc", "-ffreestanding"]);
+        command.args(["-D__CUDACC__", "-D__CUDACC_RTC__"]);
+        command.arg(format!("-D__CUDA_ARCH__={digits}0"));
+        command.arg(format!("-D__CUDACC_VER_MAJOR__={}", self.nvrtc.version.0));
+        command.arg(format!("-D__CUDACC_VER_MINOR__={}", self.nvrtc.version.1));
+        for dir in &source.include_dirs {
+            command.arg("-I").arg(dir);
+        }
+        command.arg("-include").arg(&self.prelude).arg(&source.path);
+        command.args(["-M", "-MG", "-MT", cache::DEPFILE_TARGET]);
+        let out = command.stdin(Stdio::null()).stderr(Stdio::null()).output().ok().filter(|o| o.status.success())?;
+        let (found, missing): (Vec<PathBuf>, Vec<PathBuf>) =
+            cache::depfile_paths(&String::from_utf8_lossy(&out.stdout)).into_iter().map(PathBuf::from).partition(|p| p.is_absolute());
+        let mut folders: Vec<PathBuf> = source.path.parent().into_iter().map(Path::to_path_buf).collect();
+        folders.extend(source.include_dirs.iter().cloned());
+        folders.extend(found.iter().filter_map(|f| f.parent().map(Path::to_path_buf)));
+        let absent = missing.iter().flat_map(|name| folders.iter().map(move |folder| folder.join(name))).collect();
+        Some(Reads { files: found, absent })
+    }
 }
 
-/// Writes a cache file atomically (a temporary name, then a rename).
-fn store(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| EngineError::Cache { path: dir.to_path_buf(), source: e })?;
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let staged = path.with_extension(format!("tmp{}-{unique}", std::process::id()));
-    fs::write(&staged, bytes).map_err(|e| EngineError::Cache { path: staged.clone(), source: e })?;
-    fs::rename(&staged, path).map_err(|e| EngineError::Cache { path: path.to_path_buf(), source: e })
+fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
+    fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e })
 }

@@ -229,11 +229,71 @@ fn cubins_are_cached_by_content() {
     let s = source("kernels/tf_embed_dense.hip", &["tf_embed_dense"]);
     let first = compiler.compile(&s, "sm_90").unwrap();
     let files = std::fs::read_dir(dir.path()).unwrap().count();
-    assert_eq!(files, 2, "a cubin and its log");
+    assert_eq!(files, 3, "a cubin, its log and the manifest");
     let second = compiler.compile(&s, "sm_90").unwrap();
     assert_eq!(first.image, second.image);
     assert_eq!(first.report, second.report);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+}
+
+/// NVRTC gives no list of what it read: the host preprocessor's, over the same source and
+/// include folders, keys the cubin, so it follows its headers wherever they lie (a subfolder
+/// of the include folder, outside the repository); a truncated, altered or swapped cubin or
+/// log is rebuilt, never used.
+#[test]
+fn cubins_follow_every_header_read_and_damaged_ones_are_rebuilt() {
+    use crate::backend::cache::test_repo::{TempRepo, damages, replace};
+    let Some(nvrtc) = nvrtc() else { return };
+    let repo = TempRepo::new();
+    let compiler = CudaCompiler::new(nvrtc, &root().join("kernels/cuda/prelude.h"), Some(repo.cache())).unwrap();
+    let build = |source: &KernelSource| compiler.compile(source, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    let shared = |cubin: &Cubin| cubin.usage("tile").unwrap().shared_bytes;
+    let cached = || -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(repo.cache())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "cubin" || x == "log"))
+            .collect();
+        files.sort();
+        files
+    };
+
+    let source = repo.tile_source("tile", 64, 1);
+    assert_eq!(shared(&build(&source)), 256);
+    assert_eq!(cached().len(), 2, "a cubin and its log");
+    repo.write("repo/kernels/sub/tile.h", "#define TILE 128\n");
+    assert_eq!(shared(&build(&source)), 512, "a header in a subfolder");
+    repo.write("elsewhere/extra.h", "#define EXTRA 2\n");
+    let before = cached();
+    let outside = build(&source);
+    assert_eq!(shared(&outside), 1024, "a header outside the repository");
+    let newest: Vec<PathBuf> = cached().into_iter().filter(|f| !before.contains(f)).collect();
+    let kind = |extension: &str| newest.iter().find(|f| f.extension().unwrap() == extension).unwrap().clone();
+    let (cubin_path, log_path) = (kind("cubin"), kind("log"));
+
+    // every damage of either file is a rebuild: NVRTC runs again and writes both anew (the
+    // log with its own compile time)
+    for path in [&cubin_path, &log_path] {
+        for (damage, bytes) in damages(&std::fs::read(path).unwrap()) {
+            replace(path, &bytes);
+            let rebuilt = build(&source);
+            assert!(rebuilt.image == outside.image && rebuilt.report == outside.report, "{damage} {}: rebuilt", path.display());
+            assert!(std::fs::read(&cubin_path).unwrap() == outside.image, "{damage} {}: the cubin written again", path.display());
+            assert_eq!(std::fs::read_to_string(&log_path).unwrap(), rebuilt.log, "{damage} {}: the log written again", path.display());
+        }
+    }
+
+    let other = repo.source("other", "extern \"C\" __global__ void tile(float* y) { y[threadIdx.x] = 1.0f; }\n", "tile");
+    let other_cubin = build(&other);
+    assert_eq!(shared(&other_cubin), 0);
+    let other_path = cached()
+        .into_iter()
+        .find(|f| f.file_name().unwrap().to_str().unwrap().starts_with("other-") && f.extension().unwrap() == "cubin")
+        .unwrap();
+    replace(&cubin_path, &other_cubin.image);
+    replace(&other_path, &outside.image);
+    assert_eq!((shared(&build(&source)), shared(&build(&other))), (1024, 0), "swapped cubins are rebuilt");
+    assert!(std::fs::read(&cubin_path).unwrap() == outside.image, "the cubin written again");
 }
 
 #[test]

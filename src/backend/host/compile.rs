@@ -1,7 +1,7 @@
 //! Builds a kernel source into a shared library for the host backend: a wrapper that
 //! exports one descriptor per kernel, the system C++ compiler with the host prelude
 //! force-included, `extern __shared__` symbols pointed at the dynamic shared pool, a
-//! shared link. Results are cached by a hash of everything that can change the bits.
+//! shared link. Libraries are cached by what the compiler read (`crate::backend::cache`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,6 +11,23 @@ use object::{Object, ObjectSymbol, SymbolKind};
 
 use crate::EngineError;
 use crate::backend::KernelSource;
+use crate::backend::cache::{self, BuildDir, CacheKey, KernelCache, Reads, Staged};
+
+/// The compiler's dependency file, in the build folder.
+const DEPFILE: &str = "kernel.d";
+
+/// A built library and whether the cache had it.
+#[derive(Clone, Debug)]
+pub struct Built {
+    pub library: PathBuf,
+    pub cached: bool,
+    /// The static findings of the compile (one line each), kept in the cache beside it.
+    pub lint: Vec<String>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
+    fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e })
+}
 
 /// Flags that make host results mean what GPU results mean, each for a measured reason:
 /// `-fvisibility=hidden` (under -fPIC a global kernel symbol can be interposed, so g++
@@ -69,38 +86,50 @@ impl HostCompiler {
         flags
     }
 
-    /// The cached shared library for this source, built if missing.
-    pub fn build(&self, source: &KernelSource, prelude: &Path, cache_dir: &Path, warp_size: u32) -> Result<PathBuf, EngineError> {
-        let read = |path: &Path| fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e });
+    /// The shared library of this source: from the cache when every file the last build of
+    /// it read, and the library itself, still hash as recorded; else built and recorded.
+    pub fn build(&self, source: &KernelSource, prelude: &Path, cache_dir: &Path, warp_size: u32) -> Result<Built, EngineError> {
         let flags = self.flags(warp_size);
-        let source_prefix = source_prefix(source);
-
-        let key = crate::backend::build_key(source, &read(prelude)?, &[&self.identity, &flags.join(" "), REWRITE_VERSION])?;
-        let stem = source.path.file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
-        let library = cache_dir.join(format!("{stem}-{key}.so"));
-        if library.exists() {
-            return Ok(library);
+        let joined = flags.join(" ");
+        let parts = [self.program.as_str(), &self.identity, &joined, REWRITE_VERSION];
+        let key =
+            |source_bytes: &[u8]| -> Result<CacheKey, EngineError> { Ok(CacheKey::new(source, source_bytes, &read(prelude)?, &parts, "")) };
+        let cache = KernelCache::new(cache_dir);
+        if let Some(found) = cache.lookup(&key(&read(&source.path)?)?, 2) {
+            return Ok(Built { library: found[0].path.clone(), cached: true, lint: lint_lines(&found[1].bytes) });
         }
 
-        fs::create_dir_all(cache_dir).map_err(|e| EngineError::Cache { path: cache_dir.to_path_buf(), source: e })?;
-        let work = tempfile_dir(cache_dir, &key)?;
-        let result = self.build_in(source, prelude, &flags, source_prefix.as_deref(), &work, &library);
-        let _ = fs::remove_dir_all(&work);
-        result.map(|()| library)
+        let work = BuildDir::new(cache_dir, "host")?;
+        // read again once the build began: the key and the library come from these bytes
+        let original = read(&source.path)?;
+        let key = key(&original)?;
+        let (staged, lint) = self.build_in(source, &original, prelude, &flags, work.path())?;
+        let depfile = work.path().join(DEPFILE);
+        let text = fs::read_to_string(&depfile).map_err(|e| EngineError::Cache { path: depfile.clone(), source: e })?;
+        let reads = Reads { files: files_read(&cache::depfile_paths(&text), work.path()), absent: Vec::new() };
+        let system = cache::system_include_dirs(&self.program, &["-x".into(), "c++".into()]);
+        let recorded = cache::record(&key, &reads, &cache::user_dirs(source), &system, &work);
+        let stored = cache.store(&key, recorded, vec![("so", Staged::File(staged)), ("lint", Staged::Bytes(lint))])?;
+        Ok(Built { library: stored[0].path.clone(), cached: false, lint: lint_lines(&stored[1].bytes) })
     }
 
+    /// Compiles and links in `work`; the library it returns lies there, beside the
+    /// compiler's dependency file ([`DEPFILE`]), with the text of the static findings.
     fn build_in(
         &self,
         source: &KernelSource,
+        original: &[u8],
         prelude: &Path,
         flags: &[String],
-        source_prefix: Option<&str>,
         work: &Path,
-        library: &Path,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(PathBuf, Vec<u8>), EngineError> {
+        let source_prefix = source_prefix(source);
         // the source with its `__shared__` arrays given redzones, still named as the source
-        let original = fs::read_to_string(&source.path).map_err(|e| EngineError::ReadSource { path: source.path.clone(), source: e })?;
-        let (rewritten, _) = super::shared_decls::rewrite(&original);
+        let original = std::str::from_utf8(original).map_err(|e| EngineError::ReadSource {
+            path: source.path.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })?;
+        let (rewritten, _) = super::shared_decls::rewrite(original);
         let copy = work.join("source.hip");
         let text = format!("#line 1 \"{}\"\n{rewritten}", crate::backend::c_string_body(&source.display_path));
         fs::write(&copy, text).map_err(|e| EngineError::Cache { path: copy.clone(), source: e })?;
@@ -113,14 +142,14 @@ impl HostCompiler {
         fs::write(&wrapper, text).map_err(|e| EngineError::Cache { path: wrapper.clone(), source: e })?;
 
         let object_file = work.join("kernel.o");
-        let link = RepositoryLink::make(work, source_prefix);
+        let link = RepositoryLink::make(work, source_prefix.as_deref());
         let compiler = |input: &Path| {
             let mut command = Command::new(&self.program);
             command.args(flags);
             // barrier sites, traps and line tables name `kernels/x.hip:12`, not an absolute path
             let map = match &link {
                 Some(_) => Some(format!("-ffile-prefix-map={}/=", RepositoryLink::NAME)),
-                None => source_prefix.and_then(|prefix| prefix_map("-ffile-prefix-map", prefix, "")),
+                None => source_prefix.as_deref().and_then(|prefix| prefix_map("-ffile-prefix-map", prefix, "")),
             };
             command.args(map);
             // the copy's quoted includes resolve as the source's own
@@ -141,12 +170,14 @@ impl HostCompiler {
             command
         };
         let mut compile = compiler(&wrapper);
+        // every file the compiler reads, system headers included, for the cache's manifest
+        compile.args(["-MD", "-MF", DEPFILE, "-MT", cache::DEPFILE_TARGET]);
         compile.arg("-o").arg(&object_file);
         if let Err(error) = self.run(compile, &source.display_path, "compile") {
             return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or(error));
         }
 
-        write_lint(work, &source.display_path, &original, &lint_path(library))?;
+        let lint = lint_text(work, &source.display_path, original)?;
         let renames = shared_symbol_renames(&object_file, &source.display_path)?;
         if !renames.is_empty() {
             let mut objcopy = Command::new("objcopy");
@@ -162,7 +193,7 @@ impl HostCompiler {
         // -z defs: an instrumentation entry point the prelude lacks fails the build, not the load
         link.arg("-shared").arg("-Wl,-z,defs").arg("-o").arg(&staged).arg(&object_file);
         self.run(link, &source.display_path, "link")?;
-        fs::rename(&staged, library).map_err(|e| EngineError::Cache { path: library.to_path_buf(), source: e })
+        Ok((staged, lint))
     }
 
     /// When the source compiles on its own, what failed is the wrapper naming a kernel the
@@ -212,16 +243,9 @@ impl HostCompiler {
     }
 }
 
-/// The static findings of a built library (one line each), beside it.
-pub fn lint_path(library: &Path) -> PathBuf {
-    let mut name = library.as_os_str().to_owned();
-    name.push(".lint");
-    PathBuf::from(name)
-}
-
-/// The 32-bit offsets of the compile's SSA dump (GCC; none from another compiler, which
-/// writes no dump), written before the library lands, so a library always has its file.
-fn write_lint(work: &Path, display_path: &str, source: &str, path: &Path) -> Result<(), EngineError> {
+/// The 32-bit offsets of the compile's SSA dump, one a line (GCC; none from another
+/// compiler, which writes no dump).
+fn lint_text(work: &Path, display_path: &str, source: &str) -> Result<Vec<u8>, EngineError> {
     let mut findings = Vec::new();
     for entry in fs::read_dir(work).map_err(|e| EngineError::Cache { path: work.to_path_buf(), source: e })?.flatten() {
         if entry.path().extension().is_some_and(|x| x == "ssa")
@@ -230,10 +254,12 @@ fn write_lint(work: &Path, display_path: &str, source: &str, path: &Path) -> Res
             findings.extend(super::lint::narrow_offsets(&dump, display_path, source));
         }
     }
-    let staged = work.join("lint");
-    let text: String = findings.iter().map(|f| format!("{f}\n")).collect();
-    fs::write(&staged, text).map_err(|e| EngineError::Cache { path: staged.clone(), source: e })?;
-    fs::rename(&staged, path).map_err(|e| EngineError::Cache { path: path.to_path_buf(), source: e })
+    Ok(findings.iter().map(|f| format!("{f}
+")).collect::<String>().into_bytes())
+}
+
+fn lint_lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes).lines().map(str::to_string).collect()
 }
 
 /// The repository as the compiler sees it: a link named `root` in the work folder. GCC writes
@@ -271,19 +297,32 @@ fn prefix_map(flag: &str, from: &str, to: &str) -> Option<String> {
     (!from.contains('=')).then(|| format!("{flag}={from}={to}"))
 }
 
+/// The files of a depfile that the manifest must list. The wrapper and the rewritten copy
+/// live in the build folder and come from the source (in the key). The copy's quoted
+/// includes are looked for beside it first, so one with `..` may be read through the build
+/// folder (`<build>/../../x.h`): such a path is resolved to the file it reached, as the
+/// build folder is gone by the next lookup.
+fn files_read(depfile_paths: &[String], work: &Path) -> Vec<PathBuf> {
+    let real_work = work.canonicalize().unwrap_or_else(|_| work.to_path_buf());
+    let reached = |path: PathBuf| {
+        if !path.starts_with(work) {
+            return Some(path);
+        }
+        match path.canonicalize() {
+            Ok(real) if real.starts_with(&real_work) => None,
+            Ok(real) => Some(real),
+            // gone already: listed as it was, so the build is used but not recorded
+            Err(_) => Some(path),
+        }
+    };
+    depfile_paths.iter().map(|p| work.join(p)).filter_map(reached).collect()
+}
+}
+
 /// The part of the absolute path before the display path (`/repo/` for `kernels/x.hip`).
 fn source_prefix(source: &KernelSource) -> Option<String> {
     let full = source.path.to_str()?;
     full.strip_suffix(&source.display_path).map(|p| p.to_string()).filter(|p| !p.is_empty())
-}
-
-fn tempfile_dir(cache_dir: &Path, key: &str) -> Result<PathBuf, EngineError> {
-    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = cache_dir.join(format!("build-{key}-{}-{build}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).map_err(|e| EngineError::Cache { path: dir.clone(), source: e })?;
-    Ok(dir)
 }
 
 fn run_tool(mut command: Command, tool: &str, display_path: &str) -> Result<(), EngineError> {

@@ -1,6 +1,8 @@
 //! The host backend, the embedded default: kernels compiled by the system C++ compiler and
 //! run on the CPU with GPU block semantics (fibers, barriers, warp exchange, shared memory).
 
+#[cfg(test)]
+mod cache_tests;
 pub(crate) mod compile;
 mod findings;
 mod gemm;
@@ -14,7 +16,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-pub use compile::HostCompiler;
+pub use compile::{Built, HostCompiler};
 pub use runtime::worker_count;
 
 use crate::EngineError;
@@ -76,12 +78,13 @@ impl Backend for HostBackend {
     }
 
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
-        let library = self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size)?;
+        let built = self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size)?;
+        let library = built.library;
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = modules.get(&library) {
             return Ok(m.clone());
         }
-        let module = Arc::new(runtime::HostModule::open(source, &library, self.options.workers)?);
+        let module = Arc::new(runtime::HostModule::open(source, &library, built.lint, self.options.workers)?);
         modules.insert(library, module.clone());
         Ok(module)
     }

@@ -127,7 +127,7 @@ pub struct HostModule {
 }
 
 impl HostModule {
-    pub fn open(source: &KernelSource, library_path: &std::path::Path, workers: usize) -> Result<HostModule, EngineError> {
+    pub fn open(source: &KernelSource, library_path: &std::path::Path, lint: Vec<String>, workers: usize) -> Result<HostModule, EngineError> {
         let shown = library_path.display().to_string();
         let library = unsafe {
             libloading::os::unix::Library::open(Some(library_path), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL)
@@ -169,12 +169,6 @@ impl HostModule {
             kernels.insert(kernel.clone(), descriptor as usize);
         }
         let sites = FindingSites::new(library_path, &source.display_path);
-        let lint_file = super::compile::lint_path(library_path);
-        let lint = std::fs::read_to_string(&lint_file)
-            .map_err(|e| EngineError::LoadLibrary { library: lint_file.display().to_string(), reason: e.to_string() })?
-            .lines()
-            .map(str::to_string)
-            .collect();
         Ok(HostModule { source: source.clone(), library_path: shown, _library: library, run_blocks, kernels, workers, shared, sites, lint })
     }
 }
