@@ -3,6 +3,7 @@
 //! controls that prove the gates can go red.
 
 pub mod contract;
+pub mod exit_guard;
 pub mod format;
 pub mod gate;
 pub mod gates;
@@ -11,8 +12,10 @@ pub mod isolation;
 pub mod limits;
 pub mod ops_table;
 pub mod oracle;
+pub mod processes;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod sandbox;
 pub mod scale;
 pub mod tolerance;
