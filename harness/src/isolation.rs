@@ -6,7 +6,7 @@
 //! time limit, calls exit() or loses its device context costs one red record naming the
 //! cause, and what it had left runs again in a fresh process (and so a fresh device context).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -656,8 +656,12 @@ pub fn prepare_child_process(parent: u32) {
     }
 }
 
-/// A child's own temporary folder, removed when the parent is done with the child.
+/// A child's own temporary folder, removed when the parent is done with the child (or, for a
+/// run a signal ends, by `remove_temp_folders`).
 struct TempFolder(PathBuf);
+
+/// Every temporary folder of a live child.
+static TEMP_FOLDERS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 
 impl TempFolder {
     fn create() -> io::Result<TempFolder> {
@@ -666,6 +670,7 @@ impl TempFolder {
         let n = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("kernel-contracts-{}-{n}-{}", std::process::id(), &random_token()?[..8]));
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        TEMP_FOLDERS.lock().unwrap_or_else(|p| p.into_inner()).insert(path.clone());
         Ok(TempFolder(path))
     }
 
@@ -677,6 +682,16 @@ impl TempFolder {
 impl Drop for TempFolder {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        TEMP_FOLDERS.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+    }
+}
+
+/// Removes the temporary folder of every child still running: the run is ending without them
+/// (their processes were ended first).
+pub fn remove_temp_folders() {
+    let mut folders = TEMP_FOLDERS.lock().unwrap_or_else(|p| p.into_inner());
+    for folder in std::mem::take(&mut *folders) {
+        let _ = std::fs::remove_dir_all(folder);
     }
 }
 

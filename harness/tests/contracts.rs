@@ -9,6 +9,7 @@ use harness::contract::Control;
 
 mod bad_inputs;
 mod findings;
+mod untrusted;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()

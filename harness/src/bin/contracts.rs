@@ -340,6 +340,7 @@ fn progress() -> Option<MutexGuard<'static, Option<Progress>>> {
 fn write_interrupted(cause: &'static str, with_summary: bool) {
     let guard = progress();
     processes::end_everything(cause);
+    isolation::remove_temp_folders();
     let Some(mut guard) = guard else { return };
     let Some(progress) = guard.as_mut() else { return };
     let report = &mut progress.report;
