@@ -1,16 +1,20 @@
 //! Process isolation: each contract's records, and each control, run in a child process of
-//! the `contracts` binary (as cargo-nextest runs each test). The parent gathers results as
-//! they arrive; a child that crashes, runs past its time limit or loses its device context
-//! costs one red record naming the cause, and what it had left runs again in a fresh
-//! process (and so a fresh device context).
+//! the `contracts` binary (as cargo-nextest runs each test). A child reports on a result
+//! channel of its own (an inherited pipe on a high file descriptor, each message carrying the
+//! run's random token), never on the standard output its kernels print to; the parent trusts
+//! a child's results once the child has ended cleanly. A child that crashes, runs past its
+//! time limit, calls exit() or loses its device context costs one red record naming the
+//! cause, and what it had left runs again in a fresh process (and so a fresh device context).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,22 +22,34 @@ use engine::backend::Backend;
 use serde::{Deserialize, Serialize};
 
 use crate::contract::{Contract, Control, Record};
+use crate::exit_guard::EXIT_CALLED_STATUS;
 use crate::gate::{Fault, Gate};
+use crate::processes::{self, ProcessError};
 use crate::runner::{self, Event, InputCache, RecordResult, RunContext, RunReport, Settings};
+use crate::sandbox::{self, Plan};
 
-/// Marks the lines of a child's standard output that carry messages; anything else a
-/// kernel or a library prints there is kept as output, never parsed.
-const MESSAGE_PREFIX: &str = "@@kernel-contracts ";
+/// The file descriptor of the result channel in a child: high, so that nothing a kernel opens
+/// lands on it, and below the usual limit of 1024 open files.
+pub const CHANNEL_FD: i32 = 1000;
 
-/// The kernel builds that fill the cache before any record runs may take this long, all of
-/// them together (a cold cache of every kernel on a slow machine).
-const BUILD_TIME_LIMIT: Duration = Duration::from_secs(900);
+/// The status of a child that could not run its job (it says why on standard error).
+pub const CHILD_ERROR_STATUS: i32 = 4;
 
-/// How much of a dead child's standard error a record keeps: the last lines, each cut.
-const STDERR_LINES: usize = 20;
-const STDERR_LINE_CHARS: usize = 300;
+/// How much of a child's standard output and error the parent keeps: the last bytes of each,
+/// whatever a kernel prints, shown as their last lines, each cut.
+const TAIL_BYTES: usize = 8 << 10;
+const TAIL_LINES: usize = 20;
+const TAIL_LINE_CHARS: usize = 300;
 
-/// What a child process is asked to do: JSON on its standard input.
+/// The longest message on a result channel (a result with every failure site of a large case
+/// is a few MiB); a longer line is ignored and noted.
+const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+/// After a child ends, how long the parent waits for the rest of its channel and output (what
+/// it forked is killed first, so the pipes close).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+/// What a child process is asked to do.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildJob {
@@ -45,7 +61,25 @@ pub enum ChildJob {
     Control { contract: PathBuf, control: PathBuf },
 }
 
-/// What a child says, one message per line of its standard output.
+/// Everything a child is told, as JSON on its standard input.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JobRequest {
+    pub job: ChildJob,
+    pub channel: ChannelSpec,
+    /// The limits it runs its kernels under (record jobs).
+    pub sandbox: Option<Plan>,
+    /// Its own temporary folder (its TMPDIR), which the parent removes after it.
+    pub temp: Option<PathBuf>,
+}
+
+/// Where a child's messages go and the token each carries.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChannelSpec {
+    pub fd: i32,
+    pub token: String,
+}
+
+/// What a child says, one message per line of its result channel.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildMessage {
@@ -55,49 +89,92 @@ pub enum ChildMessage {
     /// Nothing of the job can run in this process (its contract no longer loads, the
     /// backend did not start): every record left gets this error.
     Fatal(String),
+    /// The build job finished one source (its error, if it did not build).
+    Built {
+        source: PathBuf,
+        error: Option<String>,
+    },
 }
 
-/// A child's last word when it cannot run its job at all.
-pub fn send_fatal(out: &mut dyn Write, message: &str) -> std::io::Result<()> {
-    send(out, &ChildMessage::Fatal(message.to_string()))
+/// `<token> <json>`: one line.
+fn encode(token: &str, message: &ChildMessage) -> io::Result<Vec<u8>> {
+    let text = serde_json::to_string(message).map_err(io::Error::other)?;
+    Ok(format!("{token} {text}\n").into_bytes())
 }
 
-fn send(out: &mut dyn Write, message: &ChildMessage) -> std::io::Result<()> {
-    let text = serde_json::to_string(message).map_err(std::io::Error::other)?;
-    writeln!(out, "{MESSAGE_PREFIX}{text}")?;
-    out.flush()
+/// The message a line carries, if it carries this run's token.
+fn decode(token: &str, line: &[u8]) -> Option<ChildMessage> {
+    let json = line.strip_prefix(token.as_bytes())?.strip_prefix(b" ")?;
+    serde_json::from_slice(json).ok()
+}
+
+/// 128 random bits from the OS, as hex: a child's messages carry them.
+fn random_token() -> io::Result<String> {
+    let mut bytes = [0u8; 16];
+    // SAFETY: getrandom writes at most the buffer's length into it.
+    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if got != bytes.len() as isize {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The child's end of its result channel.
+pub struct Channel {
+    file: File,
+    token: String,
+}
+
+impl Channel {
+    /// The inherited descriptor the job names; closed on exec, so no compiler or tool that
+    /// the child runs holds it.
+    pub fn open(spec: &ChannelSpec) -> io::Result<Channel> {
+        // SAFETY: fcntl on a descriptor number; an invalid one only fails.
+        if unsafe { libc::fcntl(spec.fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return Err(io::Error::other(format!("no result channel on descriptor {}: {}", spec.fd, io::Error::last_os_error())));
+        }
+        // SAFETY: the descriptor is open (checked above) and this process owns it from here on.
+        let file = unsafe { File::from_raw_fd(spec.fd) };
+        Ok(Channel { file, token: spec.token.clone() })
+    }
+
+    /// One message, written whole.
+    pub fn send(&mut self, message: &ChildMessage) -> io::Result<()> {
+        self.file.write_all(&encode(&self.token, message)?)
+    }
+
+    /// A child's last word when it cannot run its job at all.
+    pub fn fatal(&mut self, message: &str) -> io::Result<()> {
+        self.send(&ChildMessage::Fatal(message.to_string()))
+    }
 }
 
 /// The child's side: called by `contracts` when it runs as a child, with the backend it
-/// started from the same flags as its parent. Stops after a record that errored, so that
-/// whatever the error left behind (a lost device context, a worker stuck in a kernel)
-/// never touches the next record: the parent starts a fresh process for the rest.
+/// started from the same flags as its parent. Builds its kernels, then applies its sandbox,
+/// then loads them: no code of a kernel runs before the limits hold. Stops after a record
+/// that errored, so that whatever the error left behind (a lost device context, a worker
+/// stuck in a kernel) never touches the next record: the parent starts a fresh process for
+/// the rest.
 pub fn serve(
     backend: &dyn Backend,
     reference: Option<&dyn Backend>,
     settings: &Settings,
-    job: &ChildJob,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
+    request: &JobRequest,
+    channel: &mut Channel,
+) -> io::Result<()> {
     let root = &settings.root;
-    let (contract_path, control_path, records) = match job {
-        ChildJob::Build { sources } => {
-            let sources: Vec<_> = sources.iter().map(|(path, symbol)| runner::kernel_source(settings, path, symbol)).collect();
-            // the cache is what counts: a source that fails here fails again, reported, in the
-            // child of its record
-            runner::build_all(backend, &sources);
-            return Ok(());
-        }
+    let (contract_path, control_path, records) = match &request.job {
+        ChildJob::Build { sources } => return serve_build(backend, settings, sources, channel),
         ChildJob::Records { contract, records } => (contract, None, records.clone()),
         ChildJob::Control { contract, control } => (contract, Some(control), Vec::new()),
     };
     let contract = match Contract::load(contract_path, &display(root, contract_path)) {
         Ok(contract) => contract,
-        Err(e) => return send(out, &ChildMessage::Fatal(format!("the contract no longer loads: {e}"))),
+        Err(e) => return channel.fatal(&format!("the contract no longer loads: {e}")),
     };
     let control = match control_path.map(|path| Control::load(path, &display(root, path), root)).transpose() {
         Ok(control) => control,
-        Err(e) => return send(out, &ChildMessage::Fatal(format!("the control no longer loads: {e}"))),
+        Err(e) => return channel.fatal(&format!("the control no longer loads: {e}")),
     };
     let records = match &control {
         Some(control) => vec![control.record.clone()],
@@ -107,36 +184,69 @@ pub fn serve(
     for name in &records {
         match contract.record(name) {
             Some(record) => chosen.push(record),
-            None => return send(out, &ChildMessage::Fatal(format!("{} no longer has a record `{name}`", contract.file))),
+            None => return channel.fatal(&format!("{} no longer has a record `{name}`", contract.file)),
         }
     }
 
     let source = runner::source_of(settings, &contract, control.as_ref());
     let sources: Vec<_> = source.iter().cloned().collect();
-    let modules = runner::build_all(backend, &sources);
+    let built = Mutex::new(HashMap::new());
+    runner::build_only(backend, &sources, &|path, outcome| {
+        built.lock().unwrap().insert(path.to_path_buf(), outcome);
+    });
+    if let Some(plan) = &request.sandbox
+        && let Err(e) = sandbox::apply(plan)
+    {
+        return channel.fatal(&format!("its process could not be sandboxed: {}", runner::error_chain(&e)));
+    }
+    let modules = runner::load_built(backend, &sources, &built.into_inner().unwrap());
     let reference_modules = reference.map(|r| runner::build_all(r, &sources)).unwrap_or_default();
     let module = match &source {
         Some(source) => modules[&source.path].clone().map(Some),
         None => Ok(None),
     };
     let gates_run = runner::gates_for(backend);
-    let writer: Mutex<&mut dyn Write> = Mutex::new(out);
+    let channel = Mutex::new(channel);
     let on_case = |case: &str| {
         // a lost pipe means the parent is gone; the next result's write says so
-        let _ = send(&mut **writer.lock().unwrap(), &ChildMessage::Case(case.to_string()));
+        let _ = channel.lock().unwrap().send(&ChildMessage::Case(case.to_string()));
     };
     let context =
         RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules, on_case: Some(&on_case) };
     let mut inputs = InputCache::default();
-    for record in chosen {
+    for (i, record) in chosen.into_iter().enumerate() {
+        if i > 0
+            && let Some(plan) = &request.sandbox
+            && let Err(e) = sandbox::next_record(plan)
+        {
+            return channel.lock().unwrap().fatal(&format!("its CPU time limit could not be moved on: {}", runner::error_chain(&e)));
+        }
         let result = runner::run_record(&context, &contract, record, &module, control.as_ref(), &mut inputs);
         let stop = result.error.is_some();
-        send(&mut **writer.lock().unwrap(), &ChildMessage::Result(Box::new(result)))?;
+        channel.lock().unwrap().send(&ChildMessage::Result(Box::new(result)))?;
         if stop {
             break;
         }
     }
     Ok(())
+}
+
+/// The build job: each source built (not loaded: no kernel code runs here), each reported.
+fn serve_build(backend: &dyn Backend, settings: &Settings, sources: &[(PathBuf, String)], channel: &mut Channel) -> io::Result<()> {
+    let sources: Vec<_> = sources.iter().map(|(path, symbol)| runner::kernel_source(settings, path, symbol)).collect();
+    let channel = Mutex::new(channel);
+    let lost = Mutex::new(None);
+    runner::build_only(backend, &sources, &|path, outcome| {
+        // a source that fails here fails again, reported, in the child of its record
+        let message = ChildMessage::Built { source: path.to_path_buf(), error: outcome.err() };
+        if let Err(e) = channel.lock().unwrap().send(&message) {
+            *lost.lock().unwrap() = Some(e);
+        }
+    });
+    match lost.into_inner().unwrap() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// The `contracts` flag that makes a process a child; its value labels the job, so `ps`
@@ -158,29 +268,30 @@ pub struct BackendInfo {
     pub arch: String,
     pub toolchain: String,
     pub gates_run: Vec<Gate>,
+    /// Threads running a host kernel's blocks in each child (its CPU time limit counts them).
+    pub workers: usize,
 }
 
-/// The whole run, each contract and each control in its own child process, one at a
-/// time (every child has the machine's cores, or the GPU, to itself).
+/// The whole run, each contract and each control in its own child process, `jobs` at a time.
 pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Settings, on_event: &mut dyn FnMut(&Event)) -> RunReport {
     let started = Instant::now();
-    on_event(&Event::Started { arch: &info.arch, backend: &info.name, toolchain: &info.toolchain });
+    on_event(&Event::Started { arch: &info.arch, backend: &info.name, toolchain: &info.toolchain, gates_run: &info.gates_run });
+    if info.name == "host" && sandbox::landlock_abi() == 0 {
+        on_event(&Event::Notice(
+            "sandbox: this kernel has no Landlock, so record processes run under rlimits only (their file system is not read-only)",
+        ));
+    }
     let mut report = RunReport::empty(&info.arch, &info.name, &info.toolchain, settings, settings.repeats, &info.gates_run);
     let (contracts, controls) = runner::load(settings, &info.arch, &info.gates_run, &mut report, on_event);
 
     // every kernel built first, on all cores, in one child: the record children then load
     // from the cache. A build that fails or crashes here is built again, and reported, by
-    // the record's own child.
+    // the record's own child; one still running at the build time limit is not.
     let build_started = Instant::now();
     let mut sources: Vec<(PathBuf, String)> =
         runner::kernel_sources(settings, &contracts, &controls).into_iter().map(|s| (s.path, s.kernels[0].clone())).collect();
     sources.dedup();
-    if !sources.is_empty() {
-        let mut child = Supervised::start(command, "build", &ChildJob::Build { sources: sources.clone() });
-        if let Ok(child) = &mut child {
-            child.finish_within(BUILD_TIME_LIMIT);
-        }
-    }
+    let unbuilt = if sources.is_empty() { HashMap::new() } else { build(command, settings, &sources) };
     report.timing.build_seconds = build_started.elapsed().as_secs_f64();
     report.timing.modules_built = sources.len();
 
@@ -199,15 +310,28 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     std::thread::scope(|scope| {
         for _ in 0..settings.jobs.clamp(1, units.len().max(1)) {
             let sender = sender.clone();
-            let (units, next_unit) = (&units, &next_unit);
+            let (units, next_unit, unbuilt) = (&units, &next_unit, &unbuilt);
             scope.spawn(move || {
                 loop {
                     let index = next_unit.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((contract, control, records)) = units.get(index) else { break };
-                    let timeout = time_limit(settings, contract, *control);
-                    supervise(command, settings, info, contract, *control, records.clone(), timeout, &mut |result| {
+                    let mut emit = |result| {
                         let _ = sender.send((index, Some(result)));
-                    });
+                    };
+                    let source = runner::source_of(settings, contract, *control);
+                    match source.and_then(|s| unbuilt.get(&s.path)) {
+                        Some(why) => {
+                            for record in records {
+                                let error = (Some(Fault::Timeout), why.clone());
+                                emit(runner::faulted_result(contract, record, *control, &info.gates_run, &info.arch, error, 0.0));
+                            }
+                        }
+                        None => {
+                            let timeout = time_limit(settings, contract, *control);
+                            let unit = Unit { command, settings, info, contract, control: *control, timeout };
+                            supervise(&unit, records.clone(), &mut emit);
+                        }
+                    }
                     let _ = sender.send((index, None));
                 }
             });
@@ -246,6 +370,46 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     report
 }
 
+/// The build child: every source it did not finish within the build time limit, with why
+/// (the records of those sources are not run: their kernel would hang their children too).
+fn build(command: &ChildCommand, settings: &Settings, sources: &[(PathBuf, String)]) -> HashMap<PathBuf, String> {
+    let limit = Duration::from_secs(settings.build_timeout_seconds.max(1));
+    let job = ChildJob::Build { sources: sources.to_vec() };
+    let Ok(mut child) = Supervised::start(command, "build", job, None, None) else {
+        // the record children build what they need, and say what failed
+        return HashMap::new();
+    };
+    let deadline = Instant::now() + limit;
+    let mut done: HashSet<PathBuf> = HashSet::new();
+    loop {
+        match child.next(deadline) {
+            Received::Message(ChildMessage::Built { source, .. }) => {
+                done.insert(source);
+            }
+            Received::Message(_) => {}
+            Received::Ended => {
+                let _ = child.finish();
+                return HashMap::new();
+            }
+            Received::TimedOut => break,
+        }
+    }
+    child.kill();
+    let _ = child.finish();
+    sources
+        .iter()
+        .filter(|(path, _)| !done.contains(path))
+        .map(|(path, _)| {
+            let why = format!(
+                "{}: not built within the build time limit ({} s, --build-timeout): the build and its compilers were killed",
+                display(&settings.root, path),
+                limit.as_secs()
+            );
+            (path.clone(), why)
+        })
+        .collect()
+}
+
 /// A record's time limit: its control's, else its contract's, else the run's (`--timeout`,
 /// else `DEFAULT_TIMEOUT_SECONDS`).
 pub fn time_limit(settings: &Settings, contract: &Contract, control: Option<&Control>) -> Duration {
@@ -257,120 +421,202 @@ fn display(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
 
-/// Runs `records` of `contract` (or its `control`) in child processes until each has a
-/// result: one that did not come back gets a red result naming why.
-#[allow(clippy::too_many_arguments)]
-fn supervise(
-    command: &ChildCommand,
-    settings: &Settings,
-    info: &BackendInfo,
-    contract: &Contract,
-    control: Option<&Control>,
-    records: Vec<&Record>,
+/// One contract's records (or one control) and how its children are started.
+struct Unit<'a> {
+    command: &'a ChildCommand,
+    settings: &'a Settings,
+    info: &'a BackendInfo,
+    contract: &'a Contract,
+    control: Option<&'a Control>,
     timeout: Duration,
-    emit: &mut dyn FnMut(RecordResult),
-) {
-    let mut remaining: VecDeque<&Record> = records.into();
-    let label = match control {
-        Some(c) => format!("control {}", c.file),
-        None => contract.op.name.to_string(),
-    };
-    let failed = |record: &Record, fault: Option<Fault>, error: String, seconds: f64| {
-        runner::faulted_result(contract, record, control, &info.gates_run, &info.arch, (fault, error), seconds)
-    };
-    while !remaining.is_empty() {
-        let job = match control {
-            Some(c) => ChildJob::Control { contract: absolute(settings, &contract.file), control: absolute(settings, &c.file) },
-            None => ChildJob::Records {
-                contract: absolute(settings, &contract.file),
-                records: remaining.iter().map(|r| r.name.clone()).collect(),
-            },
-        };
-        let mut child = match Supervised::start(command, &label, &job) {
-            Ok(child) => child,
-            Err(e) => {
-                for record in remaining.drain(..) {
-                    emit(failed(record, None, format!("could not start a child process for it: {e}"), 0.0));
-                }
-                return;
-            }
-        };
-        let mut item_started = Instant::now();
-        let mut case: Option<String> = None;
-        let mut stopped_on_error = false;
-        let ending = loop {
-            let deadline = item_started + timeout;
-            match child.next_message(deadline) {
-                Received::Message(ChildMessage::Case(c)) => case = Some(c),
-                Received::Message(ChildMessage::Result(result)) => {
-                    let expected = remaining.front().map(|r| r.name.as_str());
-                    if expected != Some(result.record.as_str()) {
-                        // never trust a result for a record it was not the child's turn to run
-                        child.kill();
-                        break Ending::Protocol(format!(
-                            "its process reported record `{}` while `{}` was running",
-                            result.record,
-                            expected.unwrap_or("nothing")
-                        ));
-                    }
-                    remaining.pop_front();
-                    stopped_on_error = result.error.is_some();
-                    emit(*result);
-                    item_started = Instant::now();
-                    case = None;
-                }
-                Received::Message(ChildMessage::Fatal(message)) => {
-                    for record in remaining.drain(..) {
-                        emit(failed(record, None, message.clone(), item_started.elapsed().as_secs_f64()));
-                    }
-                }
-                Received::End => break Ending::Exited,
-                Received::TimedOut => {
-                    child.kill();
-                    break Ending::TimedOut;
-                }
-            }
-        };
-        let status = child.wait();
-        let Some(record) = remaining.pop_front() else { continue };
-        let seconds = item_started.elapsed().as_secs_f64();
-        let place = case.map(|c| format!(" in case {c}")).unwrap_or_default();
-        let stderr = child.stderr_tail();
-        let with_stderr = |text: String| {
-            if stderr.is_empty() { text } else { format!("{text}\nits standard error ended with:\n{}", stderr.join("\n")) }
-        };
-        match (ending, status) {
-            (Ending::TimedOut, _) => {
-                let error = with_stderr(format!("timed out after {} s{place}: its process was killed", timeout.as_secs()));
-                emit(failed(record, Some(Fault::Timeout), error, seconds));
-            }
-            (Ending::Protocol(why), _) => emit(failed(record, None, with_stderr(why), seconds)),
-            (Ending::Exited, Ok(status)) if status.success() && stopped_on_error => remaining.push_front(record),
-            (Ending::Exited, Ok(status)) => {
-                let cause = crash_cause(status);
-                // ROCm's runtime aborts the process on a GPU memory fault and says so on stderr
-                let fault = if stderr.iter().any(|l| l.contains("Memory access fault")) { Fault::DeviceFault } else { Fault::Crash };
-                emit(failed(record, Some(fault), with_stderr(format!("{cause}{place}")), seconds));
-            }
-            (Ending::Exited, Err(e)) => {
-                emit(failed(record, Some(Fault::Crash), format!("its process could not be waited for: {e}"), seconds))
+}
+
+impl Unit<'_> {
+    fn failed(&self, record: &Record, fault: Option<Fault>, error: String, seconds: f64) -> RecordResult {
+        runner::faulted_result(self.contract, record, self.control, &self.info.gates_run, &self.info.arch, (fault, error), seconds)
+    }
+
+    /// Reports name files relative to the repository (as loaded); a child is given them whole.
+    fn job(&self, remaining: &VecDeque<&Record>) -> ChildJob {
+        let root = &self.settings.root;
+        match self.control {
+            Some(c) => ChildJob::Control { contract: root.join(&self.contract.file), control: root.join(&c.file) },
+            None => {
+                ChildJob::Records { contract: root.join(&self.contract.file), records: remaining.iter().map(|r| r.name.clone()).collect() }
             }
         }
     }
 }
 
-/// Reports name files relative to the repository (as loaded); a child is given them whole.
-fn absolute(settings: &Settings, file: &str) -> PathBuf {
-    settings.root.join(file)
+/// How a child's process ended, as far as the records it ran are concerned.
+enum Ending {
+    /// Its process ended by itself (its status says how).
+    Exited,
+    TimedOut,
+    /// It broke the protocol and was killed: the record in flight fails with this, or (None)
+    /// goes on in a fresh process.
+    Protocol(Option<String>),
 }
 
-/// `crashed: SIGSEGV`, `crashed: exit status 101`.
-fn crash_cause(status: ExitStatus) -> String {
+/// Runs `records` of the unit in child processes until each has a result: one that did not
+/// come back gets a red result naming why. A child's results are emitted once its process
+/// has ended: one that hangs or dies after its last result puts that result in doubt, and
+/// its last record errors instead.
+fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResult)) {
+    let mut remaining: VecDeque<&Record> = records.into();
+    let label = match unit.control {
+        Some(c) => format!("control {}", c.file),
+        None => unit.contract.op.name.to_string(),
+    };
+    while !remaining.is_empty() {
+        let asked: Vec<String> = remaining.iter().map(|r| r.name.clone()).collect();
+        let temp = match TempFolder::create() {
+            Ok(temp) => temp,
+            Err(e) => {
+                for record in remaining.drain(..) {
+                    emit(unit.failed(record, None, format!("could not create a temporary folder for its process: {e}"), 0.0));
+                }
+                return;
+            }
+        };
+        let timeout_seconds = unit.timeout.as_secs();
+        let plan = Plan::for_job(&unit.info.name, unit.contract, remaining.len(), timeout_seconds, unit.info.workers, temp.path());
+        let mut child = match Supervised::start(unit.command, &label, unit.job(&remaining), Some(plan), Some(temp)) {
+            Ok(child) => child,
+            Err(e) => {
+                let why = format!("could not start a child process for it: {}", runner::error_chain(&e));
+                for record in remaining.drain(..) {
+                    emit(unit.failed(record, None, why.clone(), 0.0));
+                }
+                return;
+            }
+        };
+        let mut pending: Vec<RecordResult> = Vec::new();
+        let mut item_started = Instant::now();
+        let mut case: Option<String> = None;
+        let mut stopped_on_error = false;
+        let mut fatal: Option<String> = None;
+        let ending = loop {
+            match child.next(item_started + unit.timeout) {
+                Received::Message(ChildMessage::Case(c)) => case = Some(c),
+                Received::Message(ChildMessage::Result(result)) => {
+                    let name = result.record.clone();
+                    if let Some(first) = pending.iter_mut().find(|r| r.record == name) {
+                        let why =
+                            "its process reported this record twice (a second result on its result channel): neither result is trusted";
+                        let record = unit.contract.record(&name).expect("a pending result is for a record asked for");
+                        *first = unit.failed(record, None, why.to_string(), first.seconds);
+                        break Ending::Protocol(None);
+                    }
+                    let front = remaining.front().map(|r| r.name.clone()).unwrap_or_default();
+                    if !asked.contains(&name) {
+                        break Ending::Protocol(Some(format!(
+                            "its process reported a result for record `{name}`, which it was not asked to run, while `{front}` was running: \
+                             no result of it is trusted"
+                        )));
+                    }
+                    if name != front {
+                        break Ending::Protocol(Some(format!("its process reported record `{name}` while `{front}` was running")));
+                    }
+                    let mut result = *result;
+                    result.notes.extend(child.take_note());
+                    remaining.pop_front();
+                    stopped_on_error = result.error.is_some();
+                    pending.push(result);
+                    item_started = Instant::now();
+                    case = None;
+                }
+                Received::Message(ChildMessage::Fatal(message)) => fatal = Some(message),
+                Received::Message(ChildMessage::Built { .. }) => {}
+                Received::Ended => break Ending::Exited,
+                Received::TimedOut => break Ending::TimedOut,
+            }
+        };
+        if !matches!(ending, Ending::Exited) {
+            child.kill();
+        }
+        let status = child.finish();
+        let seconds = item_started.elapsed().as_secs_f64();
+        let output = child.output_tails();
+        let with_output = |text: String| if output.is_empty() { text } else { format!("{text}\n{output}") };
+        let note = child.take_note();
+
+        if let Some(message) = fatal {
+            pending.into_iter().for_each(&mut *emit);
+            for record in remaining.drain(..) {
+                emit(unit.failed(record, None, with_output(message.clone()), seconds));
+            }
+            return;
+        }
+        let at_exit = remaining.is_empty();
+        let place = case.map(|c| format!(" in case {c}")).unwrap_or_default();
+        let blame = match (ending, status) {
+            (Ending::TimedOut, _) if at_exit => Some((
+                Some(Fault::Timeout),
+                format!(
+                    "timed out after {timeout_seconds} s after its last case, while its process was ending (an exit handler or a \
+                     kernel library's destructor hung): its process was killed, and its result is not trusted"
+                ),
+            )),
+            (Ending::TimedOut, _) => {
+                Some((Some(Fault::Timeout), format!("timed out after {timeout_seconds} s{place}: its process was killed")))
+            }
+            (Ending::Protocol(why), _) => why.map(|why| (None, why)),
+            (Ending::Exited, Ok(status)) if status.success() && (at_exit || stopped_on_error) => None,
+            (Ending::Exited, Ok(status)) => {
+                let (fault, cause) = end_cause(status);
+                let cause = if at_exit {
+                    format!("{cause}, after its last case, while its process was ending: its result is not trusted")
+                } else {
+                    format!("{cause}{place}")
+                };
+                // ROCm's runtime aborts the process on a GPU memory fault and says so on stderr
+                let fault = if output.contains("Memory access fault") { Fault::DeviceFault } else { fault };
+                Some((Some(fault), cause))
+            }
+            (Ending::Exited, Err(e)) => Some((Some(Fault::Crash), format!("its process could not be waited for: {e}"))),
+        };
+        let Some((fault, cause)) = blame else {
+            if let Some(last) = pending.last_mut() {
+                last.notes.extend(note);
+            }
+            pending.into_iter().for_each(&mut *emit);
+            continue;
+        };
+        // the record in flight, else the last one reported (its process did not end cleanly)
+        let blamed = match remaining.pop_front() {
+            Some(record) => record,
+            None => {
+                let last = pending.pop().expect("a child that reported everything reported something");
+                unit.contract.record(&last.record).expect("a reported record was asked for")
+            }
+        };
+        pending.into_iter().for_each(&mut *emit);
+        let mut result = unit.failed(blamed, fault, with_output(cause), seconds);
+        result.notes.extend(note);
+        emit(result);
+    }
+}
+
+/// Why a child's process ended without reporting what it was asked, from its status.
+fn end_cause(status: ExitStatus) -> (Fault, String) {
     match (status.signal(), status.code()) {
-        (Some(signal), _) => format!("crashed: {}", signal_name(signal)),
-        (None, Some(0)) => "its process ended without a result".to_string(),
-        (None, Some(code)) => format!("crashed: exit status {code}"),
-        (None, None) => format!("crashed: {status}"),
+        (Some(libc::SIGXCPU), _) => {
+            (Fault::Timeout, "used up its CPU time (RLIMIT_CPU: its time limit times its block workers): SIGXCPU".to_string())
+        }
+        (Some(libc::SIGXFSZ), _) => {
+            (Fault::Crash, "wrote to a file, which a record's process may not (RLIMIT_FSIZE 0): SIGXFSZ".to_string())
+        }
+        (Some(signal), _) => (Fault::Crash, format!("crashed: {}", signal_name(signal))),
+        (None, Some(0)) => (
+            Fault::Crash,
+            "its process ended (exit status 0) without reporting it: a kernel or library called _exit() or the like".to_string(),
+        ),
+        (None, Some(EXIT_CALLED_STATUS)) => {
+            (Fault::Crash, "its process ended before reporting it: a kernel or library called exit()".to_string())
+        }
+        (None, Some(code)) => (Fault::Crash, format!("crashed: exit status {code}")),
+        (None, None) => (Fault::Crash, format!("crashed: {status}")),
     }
 }
 
@@ -384,10 +630,12 @@ pub fn signal_name(signal: i32) -> String {
         libc::SIGKILL => "SIGKILL",
         libc::SIGTERM => "SIGTERM",
         libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
         libc::SIGTRAP => "SIGTRAP",
         libc::SIGSYS => "SIGSYS",
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
         _ => return format!("signal {signal}"),
     };
     name.to_string()
@@ -408,36 +656,138 @@ pub fn prepare_child_process(parent: u32) {
     }
 }
 
-enum Ending {
-    Exited,
-    TimedOut,
-    Protocol(String),
+/// A child's own temporary folder, removed when the parent is done with the child (or, for a
+/// run a signal ends, by `remove_temp_folders`).
+struct TempFolder(PathBuf);
+
+/// Every temporary folder of a live child.
+static TEMP_FOLDERS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+impl TempFolder {
+    fn create() -> io::Result<TempFolder> {
+        use std::os::unix::fs::DirBuilderExt;
+        static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("kernel-contracts-{}-{n}-{}", std::process::id(), &random_token()?[..8]));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        TEMP_FOLDERS.lock().unwrap_or_else(|p| p.into_inner()).insert(path.clone());
+        Ok(TempFolder(path))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+        TEMP_FOLDERS.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+    }
+}
+
+/// Removes the temporary folder of every child still running: the run is ending without them
+/// (their processes were ended first).
+pub fn remove_temp_folders() {
+    let mut folders = TEMP_FOLDERS.lock().unwrap_or_else(|p| p.into_inner());
+    for folder in std::mem::take(&mut *folders) {
+        let _ = std::fs::remove_dir_all(folder);
+    }
+}
+
+/// The last bytes of an output stream: whatever a kernel prints, the parent keeps this much.
+#[derive(Default)]
+struct Tail {
+    bytes: VecDeque<u8>,
+    cut: bool,
+}
+
+impl Tail {
+    fn push(&mut self, chunk: &[u8]) {
+        let kept = &chunk[chunk.len().saturating_sub(TAIL_BYTES)..];
+        self.cut |= kept.len() < chunk.len();
+        self.bytes.extend(kept);
+        let excess = self.bytes.len().saturating_sub(TAIL_BYTES);
+        if excess > 0 {
+            self.bytes.drain(..excess);
+            self.cut = true;
+        }
+    }
+
+    /// The last lines, each cut (the first one kept is dropped when the tail began mid-line).
+    fn lines(&self) -> Vec<String> {
+        let bytes: Vec<u8> = self.bytes.iter().copied().collect();
+        let text = String::from_utf8_lossy(&bytes);
+        let mut lines: Vec<&str> = text.lines().collect();
+        if self.cut && !lines.is_empty() {
+            lines.remove(0);
+        }
+        let skip = lines.len().saturating_sub(TAIL_LINES);
+        lines[skip..].iter().map(|l| l.chars().take(TAIL_LINE_CHARS).collect()).collect()
+    }
+}
+
+/// What the threads watching a child tell the thread supervising it.
+enum Note {
+    Line(Vec<u8>),
+    /// A channel line longer than `MAX_MESSAGE_BYTES`, dropped.
+    Oversized,
+    ChannelClosed,
+    Exited(io::Result<ExitStatus>),
 }
 
 enum Received {
     Message(ChildMessage),
-    End,
+    /// Its process ended and its channel is read to the end.
+    Ended,
     TimedOut,
 }
 
-enum Line {
-    Text(String),
-    End,
+/// A child process watched by four threads: its result channel read as it comes, its standard
+/// output and error drained into bounded tails, and its exit waited for.
+struct Supervised {
+    pid: i32,
+    token: String,
+    notes: Receiver<Note>,
+    stdout: Arc<Mutex<Tail>>,
+    stderr: Arc<Mutex<Tail>>,
+    drained: Receiver<()>,
+    status: Option<io::Result<ExitStatus>>,
+    channel_closed: bool,
+    drain_until: Option<Instant>,
+    /// Channel lines without the token, and how many of them a result has noted.
+    foreign: usize,
+    first_foreign: Option<String>,
+    noted: usize,
+    _temp: Option<TempFolder>,
 }
 
-/// A child process with its output read on two threads: messages from standard output as
-/// they come, the tail of standard error for the record it crashes in.
-struct Supervised {
-    child: Child,
-    lines: Receiver<Line>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
-    stderr_done: Receiver<()>,
-    ended: bool,
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("creating its result channel")]
+    Channel(#[source] io::Error),
+    #[error(transparent)]
+    Process(#[from] ProcessError),
 }
 
 impl Supervised {
-    fn start(command: &ChildCommand, label: &str, job: &ChildJob) -> std::io::Result<Supervised> {
-        let mut child = Command::new(&command.program)
+    fn start(
+        command: &ChildCommand,
+        label: &str,
+        job: ChildJob,
+        sandbox: Option<Plan>,
+        temp: Option<TempFolder>,
+    ) -> Result<Supervised, StartError> {
+        let token = random_token().map_err(StartError::Channel)?;
+        let (read_end, write_end) = pipe().map_err(StartError::Channel)?;
+        let request = JobRequest {
+            job,
+            channel: ChannelSpec { fd: CHANNEL_FD, token: token.clone() },
+            sandbox,
+            temp: temp.as_ref().map(|t| t.0.clone()),
+        };
+        let mut process = Command::new(&command.program);
+        process
             .args(&command.args)
             .arg(CHILD_FLAG)
             .arg(label)
@@ -446,126 +796,219 @@ impl Supervised {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // its own process group: a timeout kills the child and any compiler it started
-            .process_group(0)
-            .spawn()?;
-        let job = serde_json::to_vec(job).map_err(std::io::Error::other)?;
+            .process_group(0);
+        let write_fd = write_end.as_raw_fd();
+        // SAFETY: between fork and exec only dup2 and fcntl run, both async-signal-safe.
+        unsafe {
+            process.pre_exec(move || {
+                let placed =
+                    if write_fd == CHANNEL_FD { libc::fcntl(CHANNEL_FD, libc::F_SETFD, 0) } else { libc::dup2(write_fd, CHANNEL_FD) };
+                if placed < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+            });
+        }
+        let mut child = processes::spawn_registered(&mut process)?;
+        // the parent's copy of the write end closes, so the channel ends with the child's
+        drop(write_end);
+        let pid = child.id() as i32;
+        let job = serde_json::to_vec(&request).map_err(|e| StartError::Channel(io::Error::other(e)))?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
         // a child that dies before reading its job is seen by its exit status
         let _ = stdin.write_all(&job);
         drop(stdin);
 
-        let (line_sender, lines) = mpsc::channel();
-        let stdout = child.stdout.take().expect("stdout is piped");
+        let (note_sender, notes) = mpsc::channel();
+        read_channel(File::from(read_end), note_sender.clone());
+        let (drained_sender, drained) = mpsc::channel();
+        let stdout = drain(child.stdout.take().expect("stdout is piped"), drained_sender.clone());
+        let stderr = drain(child.stderr.take().expect("stderr is piped"), drained_sender);
         std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if line_sender.send(Line::Text(String::from_utf8_lossy(&line).trim_end().to_string())).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            let _ = line_sender.send(Line::End);
+            let status = child.wait();
+            processes::unregister(pid as u32);
+            let _ = note_sender.send(Note::Exited(status));
         });
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        let (done_sender, stderr_done) = mpsc::channel();
-        let mut pipe = child.stderr.take().expect("stderr is piped");
-        let tail = stderr.clone();
-        std::thread::spawn(move || {
-            let keep = |line: &[u8]| {
-                let mut tail = tail.lock().unwrap();
-                tail.push_back(String::from_utf8_lossy(line).chars().take(STDERR_LINE_CHARS).collect());
-                if tail.len() > STDERR_LINES {
-                    tail.pop_front();
-                }
-            };
-            let mut bytes = Vec::new();
-            let mut chunk = [0u8; 8192];
-            while let Ok(n) = pipe.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                bytes.extend_from_slice(&chunk[..n]);
-                // keep whole lines, the last ones only
-                while let Some(end) = bytes.iter().position(|b| *b == b'\n') {
-                    keep(&bytes[..end]);
-                    bytes.drain(..=end);
-                }
-            }
-            if !bytes.is_empty() {
-                keep(&bytes);
-            }
-            let _ = done_sender.send(());
-        });
-        Ok(Supervised { child, lines, stderr, stderr_done, ended: false })
+        Ok(Supervised {
+            pid,
+            token,
+            notes,
+            stdout,
+            stderr,
+            drained,
+            status: None,
+            channel_closed: false,
+            drain_until: None,
+            foreign: 0,
+            first_foreign: None,
+            noted: 0,
+            _temp: temp,
+        })
     }
 
-    /// The next message, the end of the child's output, or the deadline passing.
-    fn next_message(&mut self, deadline: Instant) -> Received {
+    /// The next message, the end of the child (its process ended and its channel read to the
+    /// end), or the deadline passing while it runs.
+    fn next(&mut self, deadline: Instant) -> Received {
         loop {
-            if self.ended {
-                return Received::End;
+            if self.status.is_some() && self.channel_closed {
+                return Received::Ended;
             }
-            let wait = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(wait) {
-                Ok(Line::Text(text)) => {
-                    if let Some(json) = text.strip_prefix(MESSAGE_PREFIX)
-                        && let Ok(message) = serde_json::from_str::<ChildMessage>(json)
-                    {
-                        return Received::Message(message);
-                    }
-                    // anything else on stdout (a kernel's printf) is not ours to read
+            let until = self.drain_until.unwrap_or(deadline);
+            match self.notes.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(Note::Line(line)) => match decode(&self.token, &line) {
+                    Some(message) => return Received::Message(message),
+                    None => self.foreign(String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned()),
+                },
+                Ok(Note::Oversized) => self.foreign(format!("a line of over {} MiB", MAX_MESSAGE_BYTES >> 20)),
+                Ok(Note::ChannelClosed) => self.channel_closed = true,
+                Ok(Note::Exited(status)) => {
+                    self.status = Some(status);
+                    self.end_leftovers();
+                    self.drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
                 }
-                Ok(Line::End) | Err(RecvTimeoutError::Disconnected) => {
-                    self.ended = true;
-                    return Received::End;
-                }
+                Err(RecvTimeoutError::Timeout) if self.status.is_some() => self.channel_closed = true,
                 Err(RecvTimeoutError::Timeout) => return Received::TimedOut,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.channel_closed = true;
+                    self.status.get_or_insert_with(|| Err(io::Error::other("its watcher thread ended")));
+                }
             }
         }
+    }
+
+    fn foreign(&mut self, line: String) {
+        self.foreign += 1;
+        self.first_foreign.get_or_insert(line);
+    }
+
+    /// A note on channel lines without the token since the last note, if any came.
+    fn take_note(&mut self) -> Option<String> {
+        let new = self.foreign - self.noted;
+        if new == 0 {
+            return None;
+        }
+        self.noted = self.foreign;
+        let first = self.first_foreign.take().unwrap_or_default();
+        Some(format!("its result channel carried {new} line(s) without this run's token, ignored; the first: `{first}`"))
+    }
+
+    /// What the child left: its process group, and whatever of it escaped the group (a
+    /// process that called setsid) and reparented to this one.
+    fn end_leftovers(&self) {
+        // SAFETY: signals the process group the child led (process_group(0) at spawn)
+        unsafe {
+            libc::kill(-self.pid, libc::SIGKILL);
+        }
+        processes::end_orphans();
     }
 
     /// The whole process group, so a compiler the child started goes too.
-    fn kill(&mut self) {
-        // SAFETY: signals the process group this child leads (process_group(0) at spawn)
-        unsafe {
-            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+    fn kill(&self) {
+        if self.status.is_none() {
+            // SAFETY: signals the process group this child leads, and the child, not yet reaped
+            unsafe {
+                libc::kill(-self.pid, libc::SIGKILL);
+                libc::kill(self.pid, libc::SIGKILL);
+            }
         }
-        let _ = self.child.kill();
     }
 
-    fn wait(&mut self) -> std::io::Result<ExitStatus> {
-        let status = self.child.wait();
-        // its standard error is read to the end (or for at most a second, should a
-        // grandchild still hold the pipe)
-        let _ = self.stderr_done.recv_timeout(Duration::from_secs(1));
-        status
-    }
-
-    /// Waits for the child to end, killing it after `limit`; messages are not needed.
-    fn finish_within(&mut self, limit: Duration) {
-        let deadline = Instant::now() + limit;
+    /// Waits for the end (after `kill`, or after `Ended`), discarding any later message, and
+    /// gives the exit status once the output is drained.
+    fn finish(&mut self) -> io::Result<ExitStatus> {
         loop {
-            match self.next_message(deadline) {
+            match self.next(Instant::now() + Duration::from_secs(10)) {
+                Received::Ended => break,
                 Received::Message(_) => {}
-                Received::End => break,
-                Received::TimedOut => {
-                    self.kill();
-                    break;
+                Received::TimedOut => self.kill(),
+            }
+        }
+        for _ in 0..2 {
+            let _ = self.drained.recv_timeout(Duration::from_secs(1));
+        }
+        self.status.take().unwrap_or_else(|| Err(io::Error::other("no exit status")))
+    }
+
+    /// The ends of standard error and output, for an error message.
+    fn output_tails(&self) -> String {
+        let mut text = Vec::new();
+        for (name, tail) in [("standard error", &self.stderr), ("standard output", &self.stdout)] {
+            let lines = tail.lock().unwrap().lines();
+            if !lines.is_empty() {
+                text.push(format!("its {name} ended with:\n{}", lines.join("\n")));
+            }
+        }
+        text.join("\n")
+    }
+}
+
+/// A pipe whose ends close on exec (the child gets its end by dup2, on `CHANNEL_FD`).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned here alone.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Reads the result channel line by line, each byte looked at once; a line over the cap is
+/// skipped to its end.
+fn read_channel(channel: File, notes: Sender<Note>) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::with_capacity(1 << 16, channel);
+        let mut line = Vec::new();
+        let mut oversized = false;
+        loop {
+            let buffer = match reader.fill_buf() {
+                Ok([]) => break,
+                Ok(buffer) => buffer,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            let (taken, complete) = match buffer.iter().position(|b| *b == b'\n') {
+                Some(end) => (&buffer[..end], Some(end + 1)),
+                None => (buffer, None),
+            };
+            if !oversized {
+                line.extend_from_slice(taken);
+                if line.len() > MAX_MESSAGE_BYTES {
+                    oversized = true;
+                    line = Vec::new();
+                }
+            }
+            let consumed = complete.unwrap_or(buffer.len());
+            reader.consume(consumed);
+            if complete.is_some() {
+                let note = if oversized { Note::Oversized } else { Note::Line(std::mem::take(&mut line)) };
+                oversized = false;
+                if notes.send(note).is_err() {
+                    return;
                 }
             }
         }
-        let _ = self.wait();
-    }
+        if !line.is_empty() {
+            let _ = notes.send(Note::Line(line));
+        }
+        let _ = notes.send(Note::ChannelClosed);
+    });
+}
 
-    fn stderr_tail(&self) -> Vec<String> {
-        self.stderr.lock().unwrap().iter().cloned().collect()
-    }
+/// Drains an output pipe as fast as the child writes, keeping its tail.
+fn drain(mut pipe: impl Read + Send + 'static, done: Sender<()>) -> Arc<Mutex<Tail>> {
+    let tail = Arc::new(Mutex::new(Tail::default()));
+    let kept = tail.clone();
+    std::thread::spawn(move || {
+        let mut chunk = vec![0u8; 1 << 16];
+        loop {
+            match pipe.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => kept.lock().unwrap().push(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = done.send(());
+    });
+    tail
 }
 
 #[cfg(test)]
@@ -575,35 +1018,21 @@ mod tests {
 
     #[test]
     fn a_dead_child_is_named_by_its_signal_or_exit_status() {
-        assert_eq!(crash_cause(ExitStatus::from_raw(libc::SIGSEGV)), "crashed: SIGSEGV");
-        assert_eq!(crash_cause(ExitStatus::from_raw(libc::SIGABRT)), "crashed: SIGABRT");
-        assert_eq!(crash_cause(ExitStatus::from_raw(libc::SIGKILL)), "crashed: SIGKILL");
-        assert_eq!(crash_cause(ExitStatus::from_raw(101 << 8)), "crashed: exit status 101");
-        assert_eq!(crash_cause(ExitStatus::from_raw(0)), "its process ended without a result");
+        let cause = |raw| end_cause(ExitStatus::from_raw(raw)).1;
+        assert_eq!(cause(libc::SIGSEGV), "crashed: SIGSEGV");
+        assert_eq!(cause(libc::SIGABRT), "crashed: SIGABRT");
+        assert_eq!(cause(libc::SIGKILL), "crashed: SIGKILL");
+        assert_eq!(cause(101 << 8), "crashed: exit status 101");
+        assert!(cause(0).starts_with("its process ended (exit status 0) without reporting it"));
+        assert!(cause(EXIT_CALLED_STATUS << 8).ends_with("a kernel or library called exit()"));
+        assert_eq!(end_cause(ExitStatus::from_raw(libc::SIGXCPU)).0, Fault::Timeout);
+        assert!(cause(libc::SIGXFSZ).starts_with("wrote to a file"));
         assert_eq!(signal_name(63), "signal 63");
-    }
-
-    fn settings(timeout_seconds: u64) -> Settings {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-        Settings {
-            contracts_dir: root.join("contracts"),
-            controls_dir: root.join("controls"),
-            kernels_dir: root.join("kernels"),
-            root,
-            only: Vec::new(),
-            run_controls: true,
-            seed: 1,
-            repeats: 3,
-            strict_limits: false,
-            timeout_seconds,
-            isolated: true,
-            jobs: 1,
-        }
     }
 
     #[test]
     fn the_time_limit_is_the_controls_else_the_contracts_else_the_runs() {
-        let settings = settings(30);
+        let settings = runner::tests_settings();
         let text = std::fs::read_to_string(settings.contracts_dir.join("tf_add.toml")).unwrap();
         let mut contract = Contract::parse("contracts/tf_add.toml", &text).unwrap();
         assert_eq!(time_limit(&settings, &contract, None), Duration::from_secs(30));
@@ -615,8 +1044,8 @@ mod tests {
     }
 
     #[test]
-    fn a_result_crosses_the_pipe_unchanged_even_with_non_finite_figures() {
-        let settings = settings(30);
+    fn a_result_crosses_the_channel_unchanged_even_with_non_finite_figures() {
+        let settings = runner::tests_settings();
         let text = std::fs::read_to_string(settings.contracts_dir.join("tf_add.toml")).unwrap();
         let contract = Contract::parse("contracts/tf_add.toml", &text).unwrap();
         let mut result = runner::faulted_result(
@@ -642,11 +1071,10 @@ mod tests {
             block_threads: 256,
             cross_backend: Some(Err("no module".into())),
         });
-        let mut wire = Vec::new();
-        send(&mut wire, &ChildMessage::Result(Box::new(result.clone()))).unwrap();
-        let line = String::from_utf8(wire).unwrap();
-        let json = line.trim_end().strip_prefix(MESSAGE_PREFIX).expect("prefixed");
-        let ChildMessage::Result(back) = serde_json::from_str(json).unwrap() else { panic!("not a result: {line}") };
+        let token = random_token().unwrap();
+        let line = encode(&token, &ChildMessage::Result(Box::new(result.clone()))).unwrap();
+        assert!(line.ends_with(b"\n") && !line[..line.len() - 1].contains(&b'\n'));
+        let Some(ChildMessage::Result(back)) = decode(&token, line.trim_ascii_end()) else { panic!("not a result") };
         assert_eq!(back.cases[0].seeds["a"], u64::MAX);
         assert!(back.cases[0].outputs["out"].max_abs_error.is_nan());
         assert_eq!(
@@ -657,5 +1085,53 @@ mod tests {
             serde_json::to_string(&back.cases[0].cross_backend).unwrap(),
             serde_json::to_string(&result.cases[0].cross_backend).unwrap()
         );
+        // another run's token, or none, carries nothing
+        let other = random_token().unwrap();
+        assert_ne!(token, other);
+        assert!(decode(&other, line.trim_ascii_end()).is_none());
+        assert!(decode(&token, &line[token.len() + 1..]).is_none());
+    }
+
+    #[test]
+    fn a_tail_keeps_the_last_bytes_whatever_was_printed_and_drops_the_cut_line() {
+        let mut tail = Tail::default();
+        tail.push(b"first line\n");
+        assert_eq!(tail.lines(), ["first line"]);
+        // 64 MiB in 4 KiB chunks, no newline: the tail stays at its size
+        let chunk = vec![b'x'; 4096];
+        for _ in 0..(64 << 8) {
+            tail.push(&chunk);
+        }
+        assert_eq!(tail.bytes.len(), TAIL_BYTES);
+        tail.push(b"\nlast words\n");
+        assert_eq!(tail.lines(), ["last words"]);
+        let mut many = Tail::default();
+        many.push((0..100).map(|i| format!("line {i}\n")).collect::<String>().as_bytes());
+        let lines = many.lines();
+        assert_eq!((lines.len(), lines[0].as_str(), lines[19].as_str()), (TAIL_LINES, "line 80", "line 99"));
+    }
+
+    #[test]
+    fn the_channel_reader_splits_lines_and_drops_an_oversized_one_to_its_end() {
+        let (read_end, write_end) = pipe().unwrap();
+        let (sender, notes) = mpsc::channel();
+        read_channel(File::from(read_end), sender);
+        let mut writer = File::from(write_end);
+        writer.write_all(b"one\ntwo\n").unwrap();
+        let big = vec![b'y'; MAX_MESSAGE_BYTES + 1];
+        std::thread::spawn(move || {
+            writer.write_all(&big).unwrap();
+            writer.write_all(b"\nthree").unwrap();
+        });
+        let mut seen = Vec::new();
+        for note in notes.iter() {
+            match note {
+                Note::Line(line) => seen.push(String::from_utf8(line).unwrap()),
+                Note::Oversized => seen.push("(oversized)".into()),
+                Note::ChannelClosed => break,
+                Note::Exited(_) => unreachable!(),
+            }
+        }
+        assert_eq!(seen, ["one", "two", "(oversized)", "three"]);
     }
 }

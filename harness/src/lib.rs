@@ -4,6 +4,7 @@
 
 pub mod confine;
 pub mod contract;
+pub mod exit_guard;
 pub mod format;
 pub mod gate;
 pub mod gates;
@@ -12,9 +13,11 @@ pub mod isolation;
 pub mod limits;
 pub mod ops_table;
 pub mod oracle;
+pub mod processes;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod sandbox;
 pub mod scale;
 pub mod text;
 pub mod tolerance;

@@ -147,7 +147,8 @@ fn first_line(text: &str) -> &str {
 
 /// What does not fit the record line (a compiler's log), indented, to print under it.
 pub fn detail_lines(r: &RecordResult) -> Vec<String> {
-    r.error.as_deref().map(|e| e.lines().skip(1).map(|l| format!("    {l}")).collect()).unwrap_or_default()
+    let error: Vec<String> = r.error.as_deref().map(|e| e.lines().skip(1).map(|l| format!("    {l}")).collect()).unwrap_or_default();
+    [error, r.notes.iter().map(|n| format!("    note: {n}")).collect()].concat()
 }
 
 /// `file:line: error: `key`: message`, on one line whatever a file name holds.
@@ -174,6 +175,8 @@ pub struct Summary {
     pub load_errors: usize,
     /// Only gate 4 ran, from the compiler's figures, with no device.
     pub static_only: bool,
+    /// What ended the run before it finished (`SIGINT`, `exit()`): the counts are of what finished.
+    pub interrupted: Option<String>,
 }
 
 impl Summary {
@@ -204,6 +207,7 @@ impl Summary {
             },
             load_errors: report.contract_errors.len(),
             static_only: report.gates_run == [Gate::Limits],
+            interrupted: report.interrupted.clone(),
         }
     }
 
@@ -227,15 +231,39 @@ impl Summary {
 
 /// 0: every record passed and every control went red as planted; 1: a record failed, a
 /// control was missed, or a contract or control did not load (the others still ran); 2:
-/// nothing could run (no record and no control).
+/// nothing could run (no record and no control); an interrupted run, what `interrupted_code`
+/// says.
 pub fn exit_code(summary: &Summary) -> i32 {
-    if summary.records == 0 && summary.controls == 0 {
+    if let Some(cause) = &summary.interrupted {
+        interrupted_code(cause)
+    } else if summary.records == 0 && summary.controls == 0 {
         2
     } else if summary.fail > 0 || summary.missed > 0 || summary.load_errors > 0 {
         1
     } else {
         0
     }
+}
+
+/// 128 plus the signal's number, as a shell reports a process a signal ended (130 for
+/// SIGINT, 143 for SIGTERM, 129 for SIGHUP); 3 for a run some code ended with `exit()`.
+pub fn interrupted_code(cause: &str) -> i32 {
+    match cause {
+        "SIGINT" => 128 + libc::SIGINT,
+        "SIGTERM" => 128 + libc::SIGTERM,
+        "SIGHUP" => 128 + libc::SIGHUP,
+        _ => crate::exit_guard::EXIT_CALLED_STATUS,
+    }
+}
+
+/// The line an interrupted run prints before its SUMMARY.
+pub fn interrupted_line(report: &RunReport) -> Option<String> {
+    let cause = report.interrupted.as_deref()?;
+    Some(format!(
+        "interrupted by {cause}: {} records and {} controls finished (the report holds them); every process of the run was ended",
+        report.records.len(),
+        report.controls.len()
+    ))
 }
 
 #[derive(Serialize)]
@@ -372,6 +400,7 @@ mod tests {
             cases_not_run: Vec::new(),
             limits: None,
             cross_backend_max_ulp: None,
+            notes: Vec::new(),
             seconds: 0.1,
         }
     }
@@ -509,6 +538,7 @@ mod tests {
             controls_not_applicable: Vec::new(),
             cases_not_run: Vec::new(),
             timing: Timing::default(),
+            interrupted: None,
         }
     }
 
@@ -561,6 +591,7 @@ mod tests {
             controls_not_applicable: Vec::new(),
             cases_not_run: Vec::new(),
             timing: Timing::default(),
+            interrupted: None,
         };
         let green = Summary::of(&report);
         let mut lines = vec![green.line(), format!("exit {}", exit_code(&green))];
@@ -579,5 +610,25 @@ mod tests {
         lines.extend([contract_error_line(&report.contract_errors[0]), broken.line(), format!("exit {}", exit_code(&broken))]);
         assert_eq!(red.pass + red.fail, red.records);
         insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    #[test]
+    fn an_interrupted_run_exits_128_plus_its_signal_and_says_so_before_its_summary() {
+        let mut report = RunReport::empty("host-x86_64", "host", "g++", &crate::runner::tests_settings(), 3, &[Gate::Shapes]);
+        report.records.push(record("a", Outcome::Pass, "exact"));
+        assert_eq!(interrupted_line(&report), None);
+        let mut codes = Vec::new();
+        for cause in ["SIGINT", "SIGTERM", "SIGHUP", "exit()"] {
+            report.interrupted = Some(cause.into());
+            let summary = Summary::of(&report);
+            codes.push(exit_code(&summary));
+            let json: serde_json::Value = serde_json::from_str(&json(&report, &summary)).unwrap();
+            assert_eq!((json["interrupted"].as_str(), json["exit_code"].as_i64()), (Some(cause), Some(*codes.last().unwrap() as i64)));
+        }
+        assert_eq!(codes, [130, 143, 129, 3]);
+        assert_eq!(
+            interrupted_line(&report).unwrap(),
+            "interrupted by exit(): 1 records and 0 controls finished (the report holds them); every process of the run was ended"
+        );
     }
 }

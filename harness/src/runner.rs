@@ -43,11 +43,17 @@ pub struct Settings {
     pub isolated: bool,
     /// Child processes at a time (isolated runs).
     pub jobs: usize,
+    /// How long the build child may take to build every kernel (isolated runs).
+    pub build_timeout_seconds: u64,
 }
 
 /// The time limit of a record whose contract and control set none, and no flag either: the
 /// one place this default is set.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
+
+/// How long the kernel builds before any record runs may take, all of them together (a cold
+/// cache of every kernel on a slow machine), where `--build-timeout` sets no other limit.
+pub const DEFAULT_BUILD_TIMEOUT_SECONDS: u64 = 900;
 
 pub const DEFAULT_SEED: u64 = 0x6b65_726e_656c;
 
@@ -216,6 +222,10 @@ pub struct RecordResult {
     /// over every case (the per-case figures and any failure to compare are in `cases`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cross_backend_max_ulp: Option<BTreeMap<String, u64>>,
+    /// What the runner noticed about the record's process without failing it (lines on its
+    /// result channel that did not carry the run's token).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     pub seconds: f64,
 }
 
@@ -234,8 +244,11 @@ pub enum Event<'a> {
         arch: &'a str,
         backend: &'a str,
         toolchain: &'a str,
+        gates_run: &'a [Gate],
     },
     ContractError(&'a ContractError),
+    /// A line about how the run runs (a sandbox it could not set up), printed as it is.
+    Notice(&'a str),
     /// Controls whose gate does not run on this architecture.
     NotApplicable {
         arch: &'a str,
@@ -272,10 +285,13 @@ pub struct RunReport {
     pub controls_not_applicable: Vec<String>,
     pub cases_not_run: Vec<String>,
     pub timing: Timing,
+    /// What ended the run before its SUMMARY (`SIGINT`, `SIGTERM`, `SIGHUP`, `exit()`): the
+    /// report then holds what finished.
+    pub interrupted: Option<String>,
 }
 
 impl RunReport {
-    pub(crate) fn empty(arch: &str, backend: &str, toolchain: &str, settings: &Settings, repeats: usize, gates_run: &[Gate]) -> RunReport {
+    pub fn empty(arch: &str, backend: &str, toolchain: &str, settings: &Settings, repeats: usize, gates_run: &[Gate]) -> RunReport {
         RunReport {
             arch: arch.to_string(),
             backend: backend.to_string(),
@@ -289,6 +305,7 @@ impl RunReport {
             controls_not_applicable: Vec::new(),
             cases_not_run: Vec::new(),
             timing: Timing::default(),
+            interrupted: None,
         }
     }
 }
@@ -356,8 +373,8 @@ pub fn run_compared(
     let started = Instant::now();
     let arch = backend.arch();
     let toolchain = backend.toolchain();
-    on_event(&Event::Started { arch: &arch, backend: backend.name(), toolchain: &toolchain });
     let gates_run = gates_for(backend);
+    on_event(&Event::Started { arch: &arch, backend: backend.name(), toolchain: &toolchain, gates_run: &gates_run });
     let mut report = RunReport::empty(&arch, backend.name(), &toolchain, settings, settings.repeats, &gates_run);
 
     let (contracts, controls) = load(settings, &arch, &gates_run, &mut report, on_event);
@@ -651,6 +668,38 @@ pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Buil
     results.into_inner().unwrap()
 }
 
+/// Builds every source without loading it (so no code of a kernel runs), on all cores: a
+/// record's process builds before it sandboxes itself, and loads after.
+pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_built: &(dyn Fn(&Path, Result<(), String>) + Sync)) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = engine::backend::host::worker_count().clamp(1, 8);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(source) = sources.get(i) else { break };
+                    on_built(&source.path, backend.build_module(source).map_err(|e| error_chain(&e)));
+                }
+            });
+        }
+    });
+}
+
+/// Loads each source that built (`built` holds the build's outcome by path); one that did not
+/// keeps its build error, and is not built again.
+pub(crate) fn load_built(backend: &dyn Backend, sources: &[KernelSource], built: &HashMap<PathBuf, Result<(), String>>) -> Built {
+    let mut modules = Built::new();
+    for source in sources {
+        let module = match built.get(&source.path) {
+            Some(Err(e)) => Err(e.clone()),
+            _ => backend.load_module(source).map_err(|e| error_chain(&e)),
+        };
+        modules.insert(source.path.clone(), module);
+    }
+    modules
+}
+
 /// An error with every cause, as one message.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
@@ -699,6 +748,7 @@ pub(crate) fn new_result(contract: &Contract, record: &Record, control: Option<&
         cases_not_run: Vec::new(),
         limits: None,
         cross_backend_max_ulp: None,
+        notes: Vec::new(),
         seconds: 0.0,
     }
 }
@@ -1288,8 +1338,8 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     let started = Instant::now();
     let arch = compiler.arch();
     let toolchain = compiler.identity();
-    on_event(&Event::Started { arch: &arch, backend: "static", toolchain: &toolchain });
     let gates_run = vec![Gate::Limits];
+    on_event(&Event::Started { arch: &arch, backend: "static", toolchain: &toolchain, gates_run: &gates_run });
     let mut report = RunReport::empty(&arch, "static", &toolchain, settings, 0, &gates_run);
     let (contracts, controls) = load(settings, &arch, &gates_run, &mut report, on_event);
 
@@ -1356,6 +1406,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 cases_not_run: Vec::new(),
                 limits: None,
                 cross_backend_max_ulp: None,
+                notes: Vec::new(),
                 seconds: 0.0,
             };
             match &figures[&j] {
@@ -1378,4 +1429,25 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     }
     report.timing.total_seconds = started.elapsed().as_secs_f64();
     report
+}
+
+/// The repository's own folders and the defaults, for unit tests.
+#[cfg(test)]
+pub(crate) fn tests_settings() -> Settings {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    Settings {
+        contracts_dir: root.join("contracts"),
+        controls_dir: root.join("controls"),
+        kernels_dir: root.join("kernels"),
+        root,
+        only: Vec::new(),
+        run_controls: true,
+        seed: 1,
+        repeats: 3,
+        strict_limits: false,
+        timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+        isolated: true,
+        jobs: 1,
+        build_timeout_seconds: DEFAULT_BUILD_TIMEOUT_SECONDS,
+    }
 }

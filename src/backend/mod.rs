@@ -256,6 +256,13 @@ pub trait Backend: Send + Sync {
     fn toolchain(&self) -> String;
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError>;
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError>;
+    /// Builds what `load_module` loads without loading it, where building writes files (the
+    /// host's library cache): no code of the module runs, so a process can build first and
+    /// load under tighter limits. Backends that compile in memory build at load.
+    fn build_module(&self, source: &KernelSource) -> Result<(), EngineError> {
+        let _ = source;
+        Ok(())
+    }
     /// Whether modules report live resource usage (gate 4 runs).
     fn has_live_limits(&self) -> bool {
         false

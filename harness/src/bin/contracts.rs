@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
@@ -11,9 +13,10 @@ use engine::backend::cuda::{CudaBackend, CudaOptions, NvrtcStatic};
 use engine::backend::hip::{HipBackend, HipOptions};
 use engine::backend::host::{HostBackend, HostOptions, worker_count};
 use engine::backend::{Backend, StaticCompiler};
-use harness::isolation::{self, BackendInfo, ChildCommand, ChildJob};
+use harness::isolation::{self, BackendInfo, ChildCommand, JobRequest};
 use harness::report::{self, Summary};
-use harness::runner::{self, Event, Settings};
+use harness::runner::{self, Event, RunReport, Settings};
+use harness::{exit_guard, processes};
 
 /// Output that survives a closed pipe (`contracts | head`): the run goes on, its report is
 /// written and its exit status is the run's, where `println!` would panic.
@@ -111,6 +114,10 @@ struct Flags {
     /// the others; the lines and the report keep their order.
     #[arg(long, global = true, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
+    /// How long the kernel builds before the records may take, all together; a kernel still
+    /// building then errors its records [default: 900].
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    build_timeout: Option<u64>,
     /// Run every record in this process, not each contract in a child process: for a
     /// debugger. A crash then ends the run, so crash and timeout controls are not run.
     #[arg(long, global = true)]
@@ -264,6 +271,7 @@ fn settings(flags: &Flags, root: &Path, isolated: bool) -> Settings {
         timeout_seconds: flags.timeout.unwrap_or(runner::DEFAULT_TIMEOUT_SECONDS),
         isolated,
         jobs: flags.jobs as usize,
+        build_timeout_seconds: flags.build_timeout.unwrap_or(runner::DEFAULT_BUILD_TIMEOUT_SECONDS),
     }
 }
 
@@ -281,37 +289,109 @@ fn reference_host(flags: &Flags, settings: &Settings) -> Result<Option<HostBacke
     Ok(Some(HostBackend::new(options).context("--compare-host: starting the host backend")?))
 }
 
-/// A child of a run: its job from standard input, its messages on standard output.
+/// A child of a run: its job from standard input, its messages on the result channel the
+/// job names.
 fn run_child(flags: &Flags) -> i32 {
     let parent = std::env::var("KERNEL_CONTRACTS_PARENT").ok().and_then(|p| p.parse().ok()).unwrap_or(0);
     isolation::prepare_child_process(parent);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     let outcome = (|| -> Result<()> {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading the job")?;
-        let job: ChildJob = serde_json::from_str(&text).context("reading the job")?;
+        let request: JobRequest = serde_json::from_str(&text).context("reading the job")?;
+        if let Some(temp) = &request.temp {
+            // SAFETY: no other thread exists yet in this process to read the environment
+            unsafe { std::env::set_var("TMPDIR", temp) };
+        }
+        exit_guard::arm(
+            "contracts (child): the process ended before its job was done: a kernel or library called exit() (or a panic above)",
+            None,
+        );
+        let mut channel = isolation::Channel::open(&request.channel).context("opening the result channel")?;
         let root = flags.root.clone().context("a child is given --root")?;
         let settings = settings(flags, &root, true);
         let started = backend(flags, &root).and_then(|(backend, _)| Ok((backend, reference_host(flags, &settings)?)));
         match started {
             Ok((backend, reference)) => {
-                isolation::serve(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &job, &mut out)?
+                let reference = reference.as_ref().map(|r| r as &dyn Backend);
+                isolation::serve(backend.as_ref(), reference, &settings, &request, &mut channel).context("reporting to the parent")?
             }
-            Err(e) => isolation::send_fatal(
-                &mut out,
-                &format!("the backend did not start in the child process: {}", runner::error_chain(e.as_ref())),
-            )?,
+            Err(e) => channel
+                .fatal(&format!("the backend did not start in the child process: {}", runner::error_chain(e.as_ref())))
+                .context("reporting to the parent")?,
         }
         Ok(())
     })();
+    exit_guard::disarm();
     match outcome {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("contracts (child): error: {}", runner::error_chain(e.as_ref()));
-            3
+            isolation::CHILD_ERROR_STATUS
         }
     }
+}
+
+/// What the run has reported so far, for the report an interrupted run still writes.
+struct Progress {
+    report: RunReport,
+    report_path: PathBuf,
+    root: PathBuf,
+    started: Instant,
+}
+
+/// Set when the run starts; taken (and its lock kept) by whatever ends the run early, so
+/// that no line is printed after the interruption's.
+static PROGRESS: Mutex<Option<Progress>> = Mutex::new(None);
+
+/// The progress lock, waited for a little: the thread holding it only prints a line.
+fn progress() -> Option<MutexGuard<'static, Option<Progress>>> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        match PROGRESS.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
+}
+
+/// Ends every process of the run, then writes what finished, marked as interrupted by
+/// `cause`: the line saying so and (for a signal) the SUMMARY, and the JSON report. Holds the
+/// progress lock to the end of the process, so no other line follows.
+fn write_interrupted(cause: &'static str, with_summary: bool) {
+    let guard = progress();
+    processes::end_everything(cause);
+    isolation::remove_temp_folders();
+    let Some(mut guard) = guard else { return };
+    let Some(progress) = guard.as_mut() else { return };
+    let report = &mut progress.report;
+    report.interrupted = Some(cause.to_string());
+    report.timing.total_seconds = progress.started.elapsed().as_secs_f64();
+    let summary = Summary::of(report);
+    if let Some(line) = report::interrupted_line(report) {
+        say!("{line}");
+    }
+    let written = report::write_json(&progress.report_path, report, &summary);
+    let path = progress.report_path.strip_prefix(&progress.root).unwrap_or(&progress.report_path).display().to_string();
+    match written {
+        Ok(()) => say!("report {path}"),
+        Err(e) => say!("report NOT written to {path}: {e}"),
+    }
+    if with_summary {
+        say!("{}", summary.line());
+    }
+    std::mem::forget(guard);
+}
+
+/// SIGINT, SIGTERM or SIGHUP: the run ends now, with its report, and exits 128 + the signal.
+fn on_signal(signal: i32) {
+    let name = processes::interrupting_name(signal);
+    exit_guard::disarm();
+    write_interrupted(name, true);
+    eprintln!("contracts: interrupted by {name}");
+    // SAFETY: ends the process at once; every process of the run was ended above.
+    unsafe { libc::_exit(128 + signal) }
 }
 
 fn main() -> ExitCode {
@@ -319,11 +399,52 @@ fn main() -> ExitCode {
     if flags.child.is_some() {
         return ExitCode::from(run_child(&flags) as u8);
     }
-    match run(&flags) {
+    // before any thread starts, so that every thread leaves these signals to the watcher
+    if let Err(e) = processes::block_interrupting_signals().and_then(|()| processes::become_subreaper()) {
+        eprintln!("contracts: error: {}", runner::error_chain(&e));
+        return ExitCode::from(2);
+    }
+    processes::watch_signals(on_signal);
+    let outcome = run(&flags);
+    exit_guard::disarm();
+    // what a kernel of an in-process run forked, or anything a child left, ends with the run
+    processes::end_orphans();
+    match outcome {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("contracts: error: {}", runner::error_chain(e.as_ref()));
             ExitCode::from(2)
+        }
+    }
+}
+
+/// The lines of one event of the run.
+fn print_event(event: &Event, seed: u64) {
+    match event {
+        Event::Started { arch, backend, toolchain, .. } => {
+            say!("kernel-contracts {}: backend {backend} ({arch}), {toolchain}; seed {seed:#x}", env!("CARGO_PKG_VERSION"))
+        }
+        Event::ContractError(e) => say!("{}", report::contract_error_line(e)),
+        Event::Notice(line) => say!("{line}"),
+        Event::NotApplicable { arch, controls } => {
+            let n = controls.len();
+            say!("{n} control{} not run on {arch}:", if n == 1 { "" } else { "s" });
+            for control in *controls {
+                say!("    {}", harness::text::escaped(control));
+            }
+        }
+        Event::CasesNotRun { arch, cases } => {
+            let n = cases.len();
+            say!("{n} shape case{} not run on {arch}:", if n == 1 { "" } else { "s" });
+            for case in *cases {
+                say!("    {}", harness::text::escaped(case));
+            }
+        }
+        Event::Record(r) | Event::Control(r) => {
+            say!("{}", report::record_line(r));
+            for line in report::detail_lines(r) {
+                say!("{line}");
+            }
         }
     }
 }
@@ -350,30 +471,29 @@ fn run(flags: &Flags) -> Result<i32> {
     // gate 4 from a compiler's figures alone: no kernel runs, so nothing to isolate
     let compiler_only = flags.static_only || matches!(flags.command, Some(Subcommand::Record)) && flags.backend != BackendChoice::Cuda;
     let settings = settings(flags, &root, !flags.in_process && !compiler_only);
-    let mut print = |event: &Event| match event {
-        Event::Started { arch, backend, toolchain } => {
-            say!("kernel-contracts {}: backend {backend} ({arch}), {toolchain}; seed {:#x}", env!("CARGO_PKG_VERSION"), settings.seed)
+    exit_guard::arm(
+        "contracts: the run ended before its SUMMARY: a kernel or library called exit() (or the run panicked, above); \
+         the report holds what finished",
+        Some(Box::new(|| write_interrupted("exit()", false))),
+    );
+    let started = Instant::now();
+    let mut print = |event: &Event| {
+        let Some(mut guard) = progress() else { return };
+        if let Event::Started { arch, backend, toolchain, gates_run } = event {
+            let report_path = flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("{arch}.json")));
+            let report = RunReport::empty(arch, backend, toolchain, &settings, settings.repeats, gates_run);
+            *guard = Some(Progress { report, report_path, root: root.clone(), started });
         }
-        Event::ContractError(e) => say!("{}", report::contract_error_line(e)),
-        Event::NotApplicable { arch, controls } => {
-            let n = controls.len();
-            say!("{n} control{} not run on {arch}:", if n == 1 { "" } else { "s" });
-            for control in *controls {
-                say!("    {}", harness::text::escaped(control));
-            }
-        }
-        Event::CasesNotRun { arch, cases } => {
-            let n = cases.len();
-            say!("{n} shape case{} not run on {arch}:", if n == 1 { "" } else { "s" });
-            for case in *cases {
-                say!("    {}", harness::text::escaped(case));
-            }
-        }
-        Event::Record(r) | Event::Control(r) => {
-            say!("{}", report::record_line(r));
-            for line in report::detail_lines(r) {
-                say!("{line}");
-            }
+        let Some(progress) = guard.as_mut() else { return };
+        print_event(event, settings.seed);
+        let report = &mut progress.report;
+        match event {
+            Event::ContractError(e) => report.contract_errors.push((*e).clone()),
+            Event::NotApplicable { controls, .. } => report.controls_not_applicable.extend(controls.iter().cloned()),
+            Event::CasesNotRun { cases, .. } => report.cases_not_run.extend(cases.iter().cloned()),
+            Event::Record(r) => report.records.push((*r).clone()),
+            Event::Control(r) => report.controls.push((*r).clone()),
+            Event::Started { .. } | Event::Notice(_) => {}
         }
     };
     let run = if compiler_only {
@@ -390,6 +510,7 @@ fn run(flags: &Flags) -> Result<i32> {
                 arch: backend.arch(),
                 toolchain: backend.toolchain(),
                 gates_run: runner::gates_for(backend.as_ref()),
+                workers: flags.workers.unwrap_or_else(worker_count).max(1),
             };
             // the children open their own device contexts; this one is closed first
             drop(backend);
@@ -412,6 +533,11 @@ fn run(flags: &Flags) -> Result<i32> {
         }
         say!("recorded {} figures of {}: {changed} of {} contract(s) changed", run.arch, run.toolchain, lines.len());
         return Ok(0);
+    }
+    // the run finished: a signal from here on ends the process without another report
+    let mut finished = progress();
+    if let Some(guard) = finished.as_mut() {
+        **guard = None;
     }
     let summary = Summary::of(&run);
     let report_path = flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("{}.json", run.arch)));

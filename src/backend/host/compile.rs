@@ -317,7 +317,6 @@ fn files_read(depfile_paths: &[String], work: &Path) -> Vec<PathBuf> {
     };
     depfile_paths.iter().map(|p| work.join(p)).filter_map(reached).collect()
 }
-}
 
 /// The part of the absolute path before the display path (`/repo/` for `kernels/x.hip`).
 fn source_prefix(source: &KernelSource) -> Option<String> {

@@ -89,6 +89,10 @@ impl Backend for HostBackend {
         Ok(module)
     }
 
+    fn build_module(&self, source: &KernelSource) -> Result<(), EngineError> {
+        self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size).map(drop)
+    }
+
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
         gemm::gemm_bf16(request)
     }

@@ -1,0 +1,241 @@
+//! The limits a record's child process runs its kernel under: rlimits from its job, and on the
+//! host backend, where Linux has Landlock, a file system it can only read but for its own
+//! temporary folder. They stop accidents (a runaway allocation, a stray write, a leak of file
+//! descriptors), not a kernel that sets out to escape: see the README's security model.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::Contract;
+
+/// Every host case's tensors together, times this, is what a record's address space may
+/// grow to beyond its fixed part: inputs, their guarded device copies, the repeat gate's
+/// outputs, the oracle's f64 values and the input cache, with room to spare.
+const PLANNED_BYTES_FACTOR: u64 = 24;
+
+/// The fixed part of a host record's address space: the binary, its libraries and heaps.
+const ADDRESS_SPACE_BASE: u64 = 2 << 30;
+
+/// Per block worker: its thread's stack, its malloc arena and its fibers' stacks (up to 1024
+/// threads of 256 KiB each, reserved as one aligned mapping).
+const ADDRESS_SPACE_PER_WORKER: u64 = 768 << 20;
+
+/// Open files of a host record's process: a few dozen are used (the standard streams, the
+/// channel, the kernel library, a pipe to addr2line).
+pub const OPEN_FILES: u64 = 256;
+
+/// CPU seconds a record may use beyond its time limit times its threads (start-up, the oracle).
+const CPU_SLACK_SECONDS: u64 = 10;
+
+/// What a child applies to itself after its kernels are built and before any is loaded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// RLIMIT_AS, where it cannot break the backend (not on GPU backends: their drivers map
+    /// the device's memory into the address space).
+    pub address_space: Option<u64>,
+    /// RLIMIT_CPU for one record: its time limit times the threads that run its blocks, plus
+    /// slack; the soft limit is moved on before each record, the hard one covers the job.
+    pub cpu_seconds_per_record: u64,
+    pub records: u64,
+    /// RLIMIT_FSIZE 0: a write to any file kills the process (SIGXFSZ).
+    pub no_file_writes: bool,
+    pub open_files: Option<u64>,
+    /// The only folder the process may write to, under Landlock; none: no Landlock.
+    pub writable: Option<PathBuf>,
+}
+
+impl Plan {
+    /// The plan for a job of `records` records of `contract` on `backend` (`host`, `cuda`,
+    /// `hip`) with `workers` block workers, each record limited to `time_limit_seconds`.
+    pub fn for_job(backend: &str, contract: &Contract, records: usize, time_limit_seconds: u64, workers: usize, temp: &Path) -> Plan {
+        let workers = workers.max(1) as u64;
+        let records = records.max(1) as u64;
+        let cpu_seconds_per_record = time_limit_seconds.saturating_mul(workers).saturating_add(CPU_SLACK_SECONDS);
+        if backend != "host" {
+            // the GPU drivers need their device files, large mappings and caches of their own
+            return Plan { address_space: None, cpu_seconds_per_record, records, no_file_writes: false, open_files: None, writable: None };
+        }
+        let address_space =
+            ADDRESS_SPACE_BASE + workers * ADDRESS_SPACE_PER_WORKER + planned_bytes(contract).saturating_mul(PLANNED_BYTES_FACTOR);
+        Plan {
+            address_space: Some(address_space),
+            cpu_seconds_per_record,
+            records,
+            no_file_writes: true,
+            open_files: Some(OPEN_FILES),
+            writable: Some(temp.to_path_buf()),
+        }
+    }
+}
+
+/// The largest host case of the contract: all its tensors, each at its widest dtype.
+pub fn planned_bytes(contract: &Contract) -> u64 {
+    contract
+        .cases
+        .iter()
+        .filter(|case| case.gpu_only.is_none())
+        .map(|case| {
+            case.shapes
+                .iter()
+                .map(|(name, dims)| {
+                    let size = contract.op.tensor(name).and_then(|t| t.dtypes.iter().map(|d| d.size()).max()).unwrap_or(8);
+                    dims.iter().fold(size as u64, |bytes, d| bytes.saturating_mul(*d as u64))
+                })
+                .sum::<u64>()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("setrlimit({resource}, {value})")]
+    Limit {
+        resource: &'static str,
+        value: u64,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("Landlock: making the file system read-only but for {}", folder.display())]
+    Landlock {
+        folder: PathBuf,
+        #[source]
+        source: landlock::RulesetError,
+    },
+}
+
+/// What applying the plan did, for the notice a run prints once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileSystem {
+    /// Read-only but for the temporary folder.
+    Confined,
+    /// This kernel has no Landlock: only the rlimits hold.
+    Unconfined,
+    /// The plan asks for no confinement (a GPU backend).
+    NotAsked,
+}
+
+/// Applies the rlimits, then Landlock. Called in the child, after building and before loading.
+pub fn apply(plan: &Plan) -> Result<FileSystem, SandboxError> {
+    if let Some(bytes) = plan.address_space {
+        set_limit(libc::RLIMIT_AS, "RLIMIT_AS", bytes, bytes)?;
+    }
+    let hard = plan.cpu_seconds_per_record.saturating_mul(plan.records).saturating_add(CPU_SLACK_SECONDS);
+    set_limit(libc::RLIMIT_CPU, "RLIMIT_CPU", cpu_seconds_used() + plan.cpu_seconds_per_record, hard)?;
+    if plan.no_file_writes {
+        set_limit(libc::RLIMIT_FSIZE, "RLIMIT_FSIZE", 0, 0)?;
+    }
+    if let Some(files) = plan.open_files {
+        set_limit(libc::RLIMIT_NOFILE, "RLIMIT_NOFILE", files, files)?;
+    }
+    match &plan.writable {
+        Some(folder) => confine(folder),
+        None => Ok(FileSystem::NotAsked),
+    }
+}
+
+/// Before each record after the first: its own CPU time from now, within the job's hard limit.
+pub fn next_record(plan: &Plan) -> Result<(), SandboxError> {
+    let soft = cpu_seconds_used() + plan.cpu_seconds_per_record;
+    let hard = current_limit(libc::RLIMIT_CPU).1;
+    set_limit(libc::RLIMIT_CPU, "RLIMIT_CPU", soft.min(hard), hard)
+}
+
+fn cpu_seconds_used() -> u64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) as u64 + 1
+}
+
+fn current_limit(resource: libc::__rlimit_resource_t) -> (u64, u64) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills the struct it is given.
+    unsafe {
+        libc::getrlimit(resource, &mut limit);
+    }
+    (limit.rlim_cur, limit.rlim_max)
+}
+
+/// Never above the hard limit the process already has (raising it needs privileges).
+fn set_limit(resource: libc::__rlimit_resource_t, name: &'static str, soft: u64, hard: u64) -> Result<(), SandboxError> {
+    let (_, current_hard) = current_limit(resource);
+    let hard = hard.min(current_hard);
+    let limit = libc::rlimit { rlim_cur: soft.min(hard), rlim_max: hard };
+    // SAFETY: setrlimit reads a valid struct.
+    if unsafe { libc::setrlimit(resource, &limit) } == 0 {
+        Ok(())
+    } else {
+        Err(SandboxError::Limit { resource: name, value: soft, source: std::io::Error::last_os_error() })
+    }
+}
+
+/// Landlock, best effort: every write access handled, allowed only beneath `folder` (and on
+/// /dev/null); reads and execution stay open (the runner reads kernels, runs addr2line).
+fn confine(folder: &Path) -> Result<FileSystem, SandboxError> {
+    use landlock::{ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope};
+    let error = |source| SandboxError::Landlock { folder: folder.to_path_buf(), source };
+    // ABI 3's write rights (truncation included), not ABI 5's device ioctls: a kernel may
+    // still ioctl the terminal or pipe it inherited
+    let abi = ABI::V3;
+    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_write(abi)).map_err(error)?;
+    // signals to processes outside the sandbox (the parent) where the kernel has scopes
+    ruleset = ruleset.scope(Scope::from_all(ABI::V6)).map_err(error)?;
+    let mut created = ruleset.create().map_err(error)?;
+    if let Ok(fd) = PathFd::new(folder) {
+        created = created.add_rule(PathBeneath::new(fd, AccessFs::from_write(abi))).map_err(error)?;
+    }
+    if let Ok(fd) = PathFd::new("/dev/null") {
+        created = created.add_rule(PathBeneath::new(fd, AccessFs::from_file(abi) & AccessFs::from_write(abi))).map_err(error)?;
+    }
+    let status = created.restrict_self().map_err(error)?;
+    Ok(if status.ruleset == RulesetStatus::NotEnforced { FileSystem::Unconfined } else { FileSystem::Confined })
+}
+
+/// Whether this kernel has Landlock (its ABI version, 0 for none): the parent says once when
+/// host children will run without it.
+pub fn landlock_abi() -> i64 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: the version query of landlock_create_ruleset takes no ruleset and no size.
+    let version = unsafe {
+        libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<libc::c_void>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION)
+    };
+    version.max(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contract(name: &str) -> Contract {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let text = std::fs::read_to_string(root.join(format!("contracts/{name}.toml"))).unwrap();
+        Contract::parse(&format!("contracts/{name}.toml"), &text).unwrap()
+    }
+
+    #[test]
+    fn a_host_plan_limits_everything_and_a_gpu_plan_only_cpu_time() {
+        let tf_add = contract("tf_add");
+        let temp = Path::new("/tmp/kc-test");
+        let host = Plan::for_job("host", &tf_add, 3, 30, 2, temp);
+        assert_eq!(host.cpu_seconds_per_record, 70);
+        assert!(host.no_file_writes && host.open_files == Some(OPEN_FILES) && host.writable.as_deref() == Some(temp));
+        let planned = planned_bytes(&tf_add);
+        assert!(planned > 0);
+        assert_eq!(host.address_space, Some(ADDRESS_SPACE_BASE + 2 * ADDRESS_SPACE_PER_WORKER + planned * PLANNED_BYTES_FACTOR));
+        let gpu = Plan::for_job("cuda", &tf_add, 3, 30, 2, temp);
+        assert_eq!((gpu.address_space, gpu.no_file_writes, gpu.open_files, gpu.writable), (None, false, None, None));
+    }
+
+    #[test]
+    fn planned_bytes_are_the_largest_case_at_the_widest_dtypes() {
+        // tf_add: a, b and out of [rows, k], f32 at the widest
+        let tf_add = contract("tf_add");
+        let want = tf_add.cases.iter().map(|c| c.shapes.values().map(|d| d.iter().product::<usize>() as u64 * 4).sum::<u64>()).max();
+        assert_eq!(Some(planned_bytes(&tf_add)), want);
+    }
+}
