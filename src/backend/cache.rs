@@ -738,8 +738,12 @@ pub(crate) mod test_repo {
         fs::rename(&staged, path).unwrap();
     }
 
-    /// The ways a cached artifact is damaged: truncated, one byte flipped, emptied.
+    /// The ways a cached artifact is damaged: truncated, one byte flipped, emptied (an empty
+    /// one, such as a log with nothing to say, gets a byte).
     pub fn damages(whole: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+        if whole.is_empty() {
+            return vec![("a byte added to an empty file", b"x".to_vec())];
+        }
         let mut flipped = whole.to_vec();
         flipped[whole.len() / 2] ^= 0x20;
         vec![("truncated", whole[..whole.len() / 2].to_vec()), ("one byte flipped", flipped), ("emptied", Vec::new())]

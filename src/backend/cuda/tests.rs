@@ -277,7 +277,17 @@ fn cubins_follow_every_header_read_and_damaged_ones_are_rebuilt() {
         for (damage, bytes) in damages(&std::fs::read(path).unwrap()) {
             replace(path, &bytes);
             let rebuilt = build(&source);
-            assert!(rebuilt.image == outside.image && rebuilt.report == outside.report, "{damage} {}: rebuilt", path.display());
+            // the image, not the ptxas report: NVRTC 13.0.88 gives a program it already compiled
+            // in this process the same cubin with an empty log (measured on an H200), so the
+            // rebuilt log may hold no report
+            let first_difference = rebuilt.image.iter().zip(&outside.image).position(|(a, b)| a != b);
+            assert!(
+                rebuilt.image == outside.image,
+                "{damage} {}: rebuilt, but {} bytes against {} (first difference at {first_difference:?})",
+                path.display(),
+                rebuilt.image.len(),
+                outside.image.len(),
+            );
             assert!(std::fs::read(&cubin_path).unwrap() == outside.image, "{damage} {}: the cubin written again", path.display());
             assert_eq!(std::fs::read_to_string(&log_path).unwrap(), rebuilt.log, "{damage} {}: the log written again", path.display());
         }
