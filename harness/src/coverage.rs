@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use engine::backend::KernelSource;
 use engine::backend::host::{Built, GCOV_STRIP_ALL, HostBackend};
+use engine::backend::{Backend, KernelSource};
 use serde::{Deserialize, Serialize};
 
 use crate::runner::{self, Event, RunReport, Settings};
@@ -293,7 +293,7 @@ pub fn figures(file: &str, ops: Vec<String>, counts: &BTreeMap<u32, LineCounts>,
     let mut lines = Ratio::default();
     let mut branches = Ratio::default();
     let mut uncovered = Vec::new();
-    let text_of = |line: u32| text.get(line as usize - 1).cloned().unwrap_or_default();
+    let text_of = |line: u32| text.get((line as usize).wrapping_sub(1)).cloned().unwrap_or_default();
     for (&line, c) in counts {
         lines.total += 1;
         branches.total += c.branches.len();
@@ -540,7 +540,6 @@ pub fn run(request: &Request, say: &mut dyn FnMut(&str)) -> Result<i32, Coverage
     let gcov_version =
         Command::new(&gcov).arg("--version").output().map_err(io(format!("running {gcov} --version (gcov ships with g++)")))?;
     let gcov_identity = String::from_utf8_lossy(&gcov_version.stdout).lines().next().unwrap_or("").trim().to_string();
-    use engine::backend::Backend;
     let arch = request.backend.arch();
     say(&format!("kernel-contracts {}: coverage on {arch}, {}; {gcov_identity}", env!("CARGO_PKG_VERSION"), request.backend.toolchain()));
 
@@ -781,7 +780,7 @@ fn assemble(
     let below_floor = sources.iter().filter(|s| !s.meets_floor).map(|s| s.file.clone()).collect();
     CoverageReport {
         arch: arch.to_string(),
-        toolchain: engine::backend::Backend::toolchain(request.backend),
+        toolchain: request.backend.toolchain(),
         gcov,
         floor_file: FLOOR_FILE.to_string(),
         floor: floor.clone(),
