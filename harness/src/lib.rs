@@ -4,6 +4,7 @@
 
 pub mod confine;
 pub mod contract;
+pub mod coverage;
 pub mod exit_guard;
 pub mod format;
 pub mod gate;

@@ -334,6 +334,12 @@ fn refuse_non_regular(path: &Path) -> Result<(), WriteError> {
 /// (created new, so never through a link planted at it) in the report's folder, then
 /// renamed over `path`, which must be a regular file or nothing.
 pub fn write_json(path: &Path, report: &RunReport, summary: &Summary) -> Result<(), WriteError> {
+    write_text(path, &json(report, summary))
+}
+
+/// `text` at `path` as [`write_json`] writes a report: whole or not at all, only to a
+/// regular file (the coverage report goes through it too).
+pub fn write_text(path: &Path, text: &str) -> Result<(), WriteError> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     refuse_non_regular(path)?;
@@ -348,7 +354,7 @@ pub fn write_json(path: &Path, report: &RunReport, summary: &Summary) -> Result<
         .suffix(".partial")
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)?;
-    staged.write_all(json(report, summary).as_bytes())?;
+    staged.write_all(text.as_bytes())?;
     staged.as_file().sync_all()?;
     // again just before the rename: what stands there now is what would be replaced
     refuse_non_regular(path)?;

@@ -51,7 +51,12 @@
 #define __device__
 #define __host__
 #define __constant__
+#ifdef SIMT_COVERAGE
+// a coverage build counts each helper once, not once per call site it was inlined into
+#define __forceinline__ inline __attribute__((noinline))
+#else
 #define __forceinline__ inline __attribute__((always_inline))
+#endif
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __restrict__ __restrict

@@ -90,6 +90,12 @@ impl CacheKey {
         key
     }
 
+    /// `tf_add-<hex>`: a name of this key alone, for files a build names before the cache
+    /// has stored it (a coverage build's profile data, written by the library at exit).
+    pub fn short_name(&self) -> String {
+        format!("{}-{}", self.label, hex(&self.digest[..8]))
+    }
+
     fn manifest_name(&self) -> String {
         format!("{}-{}.manifest", self.label, hex(&self.digest[..12]))
     }

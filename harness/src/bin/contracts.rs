@@ -126,6 +126,10 @@ struct Flags {
     /// on standard input.
     #[arg(long, global = true, hide = true, value_name = "LABEL")]
     child: Option<String>,
+    /// Internal: the host backend builds every kernel for coverage (the run `contracts
+    /// coverage` starts).
+    #[arg(long, global = true, hide = true)]
+    coverage_build: bool,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -133,6 +137,9 @@ enum Subcommand {
     /// Rewrite every contract's `[limits.<arch>]` recorded figures: from the compiler
     /// (gfx1201 with clang, sm_90 with NVRTC), or live from the GPU with `--backend cuda`.
     Record,
+    /// Line and branch coverage of every kernel source by its own contract's cases (host
+    /// backend, GCC's gcov), held to the floor and accepted exceptions of `coverage.toml`.
+    Coverage,
 }
 
 /// The repository, without `--root`: the nearest folder holding `contracts/`, from the
@@ -193,7 +200,8 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
             workers: flags.workers.unwrap_or_else(worker_count).max(1),
             warp_size: flags.warp_size,
         };
-        Ok(Box::new(HostBackend::new(options).context("starting the host backend")?))
+        let host = HostBackend::new(options).context("starting the host backend")?;
+        Ok(Box::new(if flags.coverage_build { host.with_coverage() } else { host }))
     };
     let cuda = || CudaBackend::probe(CudaOptions { cache_dir: Some(cache_dir(flags, root)), ..CudaOptions::for_root(root) });
     let hip = || HipBackend::probe(HipOptions::for_root(root));
@@ -468,6 +476,9 @@ fn run(flags: &Flags) -> Result<i32> {
     }
     // a folder that cannot hold the cache is one error, not one per kernel
     engine::backend::cache::prepare_folder(&cache_dir(flags, &root))?;
+    if matches!(flags.command, Some(Subcommand::Coverage)) {
+        return coverage(flags, &root);
+    }
     // gate 4 from a compiler's figures alone: no kernel runs, so nothing to isolate
     let compiler_only = flags.static_only || matches!(flags.command, Some(Subcommand::Record)) && flags.backend != BackendChoice::Cuda;
     let settings = settings(flags, &root, !flags.in_process && !compiler_only);
@@ -563,4 +574,30 @@ fn run(flags: &Flags) -> Result<i32> {
     // a report that could not be written is the harness failing its job, not a kernel
     // failing a gate: 2, as for a run that could not start (the lines above still stand)
     Ok(if written.is_err() { 2 } else { code })
+}
+
+/// `contracts coverage`: the host backend in coverage mode, its records run in one child
+/// process of this binary (`--in-process`: the kernels' counters are written when it exits).
+fn coverage(flags: &Flags, root: &Path) -> Result<i32> {
+    if flags.backend != BackendChoice::Host {
+        bail!("coverage runs on the host backend (GCC's gcov); leave out --backend or give --backend host");
+    }
+    let settings = settings(flags, root, false);
+    let options = HostOptions {
+        prelude: settings.kernels_dir.join("host/prelude.h"),
+        cache_dir: cache_dir(flags, root),
+        workers: flags.workers.unwrap_or_else(worker_count).max(1),
+        warp_size: flags.warp_size,
+    };
+    let backend = HostBackend::new(options).context("starting the host backend")?.with_coverage();
+    let arch = backend.arch();
+    let request = harness::coverage::Request {
+        settings: &settings,
+        backend: &backend,
+        program: std::env::current_exe().context("finding the contracts binary to run the records")?,
+        args: child_args(flags, &settings, "host"),
+        child_flag: "--coverage-build",
+        report_path: flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("coverage-{arch}.json"))),
+    };
+    Ok(harness::coverage::run(&request, &mut |line| say!("{line}"))?)
 }

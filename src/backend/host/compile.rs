@@ -23,7 +23,41 @@ pub struct Built {
     pub cached: bool,
     /// The static findings of the compile (one line each), kept in the cache beside it.
     pub lint: Vec<String>,
+    /// A coverage build's notes and the name its profile data takes.
+    pub coverage: Option<CoverageNotes>,
 }
+
+/// What a coverage build leaves for gcov: the compiler's notes file (`.gcno`, kept in the
+/// cache beside the library) and the base name of the data file (`<name>.gcda`) the library
+/// writes when the process that loaded it exits. The data goes where `GCOV_PREFIX` says
+/// (with `GCOV_PREFIX_STRIP` at [`GCOV_STRIP_ALL`], straight into that folder).
+#[derive(Clone, Debug)]
+pub struct CoverageNotes {
+    pub notes: PathBuf,
+    pub data_name: String,
+}
+
+/// A `GCOV_PREFIX_STRIP` above any folder depth: libgcov then keeps only the data file's
+/// own name under `GCOV_PREFIX` (the build folder it was compiled in is gone by then).
+pub const GCOV_STRIP_ALL: u32 = 4096;
+
+/// How a library is built: as the runs use it, or instrumented for line and branch coverage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BuildMode {
+    #[default]
+    Normal,
+    Coverage,
+}
+
+/// Added for a coverage build (GCC only). `--coverage` counts arcs; `-fprofile-update=atomic`
+/// because blocks run on several worker threads at once (the counters are the only memory
+/// the kernels share that the prelude does not track); `-O0` so that the branches gcov
+/// counts are the source's (at -O2 the profile is taken after early inlining and loop
+/// copying, and one `if` shows as 20 branches); `-fno-exceptions` so that a call is no
+/// branch (else every call has an exception edge that gcov counts); `SIMT_COVERAGE` makes
+/// the prelude's `__forceinline__` a plain `noinline`, so that each helper is counted once,
+/// not once per call site it was inlined into.
+const COVERAGE_FLAGS: &[&str] = &["--coverage", "-fprofile-update=atomic", "-O0", "-fno-exceptions", "-DSIMT_COVERAGE"];
 
 fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
     fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e })
@@ -73,7 +107,22 @@ impl HostCompiler {
         Err(EngineError::NoHostCompiler { tried: candidates.join(", ") })
     }
 
-    fn flags(&self, warp_size: u32) -> Vec<String> {
+    /// The program that reads this compiler's coverage notes: `gcov` beside `g++`
+    /// (`g++-12` gives `gcov-12`); none for clang, whose coverage is another format.
+    pub fn gcov(&self) -> Option<String> {
+        if !self.is_gcc {
+            return None;
+        }
+        let path = Path::new(&self.program);
+        let name = path.file_name()?.to_str()?;
+        let gcov = match name.rfind("g++") {
+            Some(at) => format!("{}gcov{}", &name[..at], &name[at + 3..]),
+            None => "gcov".to_string(),
+        };
+        Some(path.with_file_name(gcov).to_string_lossy().into_owned())
+    }
+
+    fn flags(&self, warp_size: u32, mode: BuildMode) -> Vec<String> {
         let mut flags: Vec<String> = FLAGS.iter().map(|s| s.to_string()).collect();
         if self.is_gcc {
             flags.push("-fno-extern-tls-init".into());
@@ -83,34 +132,72 @@ impl HostCompiler {
             flags.extend(["-mllvm".into(), "-tsan-instrument-func-entry-exit=0".into()]);
         }
         flags.push(format!("-DSIMT_WARP={warp_size}"));
+        if mode == BuildMode::Coverage {
+            flags.extend(COVERAGE_FLAGS.iter().map(|s| s.to_string()));
+        }
         flags
     }
 
     /// The shared library of this source: from the cache when every file the last build of
     /// it read, and the library itself, still hash as recorded; else built and recorded.
     pub fn build(&self, source: &KernelSource, prelude: &Path, cache_dir: &Path, warp_size: u32) -> Result<Built, EngineError> {
-        let flags = self.flags(warp_size);
+        self.build_as(source, prelude, cache_dir, warp_size, BuildMode::Normal)
+    }
+
+    /// [`HostCompiler::build`] in either mode; the mode's flags are part of the cache key, so
+    /// covered and normal libraries never mix.
+    pub fn build_as(
+        &self,
+        source: &KernelSource,
+        prelude: &Path,
+        cache_dir: &Path,
+        warp_size: u32,
+        mode: BuildMode,
+    ) -> Result<Built, EngineError> {
+        if mode == BuildMode::Coverage && !self.is_gcc {
+            return Err(EngineError::Tool {
+                tool: self.program.clone(),
+                path: source.display_path.clone(),
+                reason: "coverage builds need GCC (--coverage and gcov); this compiler is clang".into(),
+            });
+        }
+        let flags = self.flags(warp_size, mode);
         let joined = flags.join(" ");
         let parts = [self.program.as_str(), &self.identity, &joined, REWRITE_VERSION];
         let key =
             |source_bytes: &[u8]| -> Result<CacheKey, EngineError> { Ok(CacheKey::new(source, source_bytes, &read(prelude)?, &parts, "")) };
         let cache = KernelCache::new(cache_dir);
-        if let Some(found) = cache.lookup(&key(&read(&source.path)?)?, 2) {
-            return Ok(Built { library: found[0].path.clone(), cached: true, lint: lint_lines(&found[1].bytes) });
+        let artifacts = if mode == BuildMode::Coverage { 3 } else { 2 };
+        let lookup_key = key(&read(&source.path)?)?;
+        if let Some(found) = cache.lookup(&lookup_key, artifacts) {
+            let coverage =
+                (mode == BuildMode::Coverage).then(|| CoverageNotes { notes: found[2].path.clone(), data_name: lookup_key.short_name() });
+            return Ok(Built { library: found[0].path.clone(), cached: true, lint: lint_lines(&found[1].bytes), coverage });
         }
 
         let work = BuildDir::new(cache_dir, "host")?;
         // read again once the build began: the key and the library come from these bytes
         let original = read(&source.path)?;
         let key = key(&original)?;
-        let (staged, lint) = self.build_in(source, &original, prelude, &flags, work.path())?;
+        // a coverage build's object is named by its key: the data file the library writes at
+        // exit takes the object's name, and every source of a run needs its own
+        let object_name = match mode {
+            BuildMode::Normal => "kernel".to_string(),
+            BuildMode::Coverage => key.short_name(),
+        };
+        let (staged, lint) = self.build_in(source, &original, prelude, &flags, &object_name, work.path())?;
         let depfile = work.path().join(DEPFILE);
         let text = fs::read_to_string(&depfile).map_err(|e| EngineError::Cache { path: depfile.clone(), source: e })?;
         let reads = Reads { files: files_read(&cache::depfile_paths(&text), work.path()), absent: Vec::new() };
         let system = cache::system_include_dirs(&self.program, &["-x".into(), "c++".into()]);
         let recorded = cache::record(&key, &reads, &cache::user_dirs(source), &system, &work);
-        let stored = cache.store(&key, recorded, vec![("so", Staged::File(staged)), ("lint", Staged::Bytes(lint))])?;
-        Ok(Built { library: stored[0].path.clone(), cached: false, lint: lint_lines(&stored[1].bytes) })
+        let mut staged = vec![("so", Staged::File(staged)), ("lint", Staged::Bytes(lint))];
+        if mode == BuildMode::Coverage {
+            staged.push(("gcno", Staged::File(work.path().join(format!("{object_name}.gcno")))));
+        }
+        let stored = cache.store(&key, recorded, staged)?;
+        let coverage = (mode == BuildMode::Coverage).then(|| CoverageNotes { notes: stored[2].path.clone(), data_name: key.short_name() });
+        Ok(Built { library: stored[0].path.clone(), cached: false, lint: lint_lines(&stored[1].bytes), coverage })
     }
 
     /// Compiles and links in `work`; the library it returns lies there, beside the
@@ -121,6 +208,7 @@ impl HostCompiler {
         original: &[u8],
         prelude: &Path,
         flags: &[String],
+        object_name: &str,
         work: &Path,
     ) -> Result<(PathBuf, Vec<u8>), EngineError> {
         let source_prefix = source_prefix(source);
@@ -141,7 +229,7 @@ impl HostCompiler {
         }
         fs::write(&wrapper, text).map_err(|e| EngineError::Cache { path: wrapper.clone(), source: e })?;
 
-        let object_file = work.join("kernel.o");
+        let object_file = work.join(format!("{object_name}.o"));
         let link = RepositoryLink::make(work, source_prefix.as_deref());
         let compiler = |input: &Path| {
             let mut command = Command::new(&self.program);
@@ -192,6 +280,10 @@ impl HostCompiler {
         let mut link = Command::new(&self.program);
         // -z defs: an instrumentation entry point the prelude lacks fails the build, not the load
         link.arg("-shared").arg("-Wl,-z,defs").arg("-o").arg(&staged).arg(&object_file);
+        if flags.iter().any(|f| f == "--coverage") {
+            // libgcov: the counters' registration and the data file's writing at exit
+            link.arg("--coverage");
+        }
         self.run(link, &source.display_path, "link")?;
         Ok((staged, lint))
     }
@@ -254,8 +346,16 @@ fn lint_text(work: &Path, display_path: &str, source: &str) -> Result<Vec<u8>, E
             findings.extend(super::lint::narrow_offsets(&dump, display_path, source));
         }
     }
-    Ok(findings.iter().map(|f| format!("{f}
-")).collect::<String>().into_bytes())
+    Ok(findings
+        .iter()
+        .map(|f| {
+            format!(
+                "{f}
+"
+            )
+        })
+        .collect::<String>()
+        .into_bytes())
 }
 
 fn lint_lines(bytes: &[u8]) -> Vec<String> {

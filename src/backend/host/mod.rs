@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-pub use compile::{Built, HostCompiler};
+pub use compile::{BuildMode, Built, CoverageNotes, GCOV_STRIP_ALL, HostCompiler};
 pub use runtime::worker_count;
 
 use crate::EngineError;
@@ -36,6 +36,7 @@ pub struct HostOptions {
 
 pub struct HostBackend {
     options: HostOptions,
+    mode: BuildMode,
     compiler: HostCompiler,
     modules: Mutex<HashMap<PathBuf, Arc<runtime::HostModule>>>,
 }
@@ -52,11 +53,24 @@ impl HostBackend {
             return Err(EngineError::Op { op: "host backend".into(), reason: format!("warp size {} (32 or 64)", options.warp_size) });
         }
         let compiler = HostCompiler::discover()?;
-        Ok(HostBackend { options, compiler, modules: Mutex::new(HashMap::new()) })
+        Ok(HostBackend { options, mode: BuildMode::Normal, compiler, modules: Mutex::new(HashMap::new()) })
     }
 
     pub fn compiler(&self) -> &HostCompiler {
         &self.compiler
+    }
+
+    /// This backend with every kernel built for coverage (`contracts coverage`): its
+    /// libraries write their counters when the process exits.
+    pub fn with_coverage(mut self) -> HostBackend {
+        self.mode = BuildMode::Coverage;
+        self
+    }
+
+    /// The library of `source` as this backend builds it (from the cache when it can), with
+    /// its coverage notes in coverage mode.
+    pub fn build(&self, source: &KernelSource) -> Result<Built, EngineError> {
+        self.compiler.build_as(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size, self.mode)
     }
 }
 
@@ -78,7 +92,7 @@ impl Backend for HostBackend {
     }
 
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
-        let built = self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size)?;
+        let built = self.build(source)?;
         let library = built.library;
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = modules.get(&library) {
@@ -90,7 +104,7 @@ impl Backend for HostBackend {
     }
 
     fn build_module(&self, source: &KernelSource) -> Result<(), EngineError> {
-        self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size).map(drop)
+        self.build(source).map(drop)
     }
 
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
