@@ -26,6 +26,35 @@ fn contracts_command(args: &[&str]) -> Command {
     command
 }
 
+/// Checks every row of a table, two runs at a time (each is mostly process start, loading
+/// and one small contract), printing each row's answer for `--nocapture`; gives back the
+/// rows that fall short, each with its problems.
+fn rows_two_at_a_time<R: Sync>(
+    rows: &[R],
+    name: impl Fn(&R) -> &str + Sync,
+    check: impl Fn(&R) -> (String, Vec<String>) + Sync,
+) -> Vec<String> {
+    let (name, check) = (&name, &check);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = rows
+            .chunks(rows.len().div_ceil(2).max(1))
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter_map(|row| {
+                            let (said, problems) = check(row);
+                            println!("{} -> {said}", name(row));
+                            (!problems.is_empty()).then(|| format!("{}:\n  {}", name(row), problems.join("\n  ")))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    })
+}
+
 fn contracts(args: &[&str]) -> (i32, Vec<String>, String) {
     output_of(contracts_command(args))
 }

@@ -1160,26 +1160,6 @@ fn finish(said: String, mut problems: Vec<String>, lines: &[String], stderr: &st
 fn every_bad_input_is_named_by_file_line_and_key_and_the_rest_still_runs() {
     let rows = rows();
     assert!(rows.len() >= 20 + 12);
-    // two runs at a time: each is mostly process start, loading and one small contract
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let chunks: Vec<_> = rows.chunks(rows.len().div_ceil(2)).collect();
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| {
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .filter_map(|row| {
-                            let (said, problems) = check(row);
-                            // the table as the run answered it, for `--nocapture`
-                            println!("{} -> {said}", row.name);
-                            (!problems.is_empty()).then(|| format!("{}:\n  {}", row.name, problems.join("\n  ")))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
-    });
+    let failures = crate::rows_two_at_a_time(&rows, |row| row.name, check);
     assert!(failures.is_empty(), "{} of {} rows fall short:\n{}", failures.len(), rows.len(), failures.join("\n\n"));
 }

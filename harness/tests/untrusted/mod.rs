@@ -449,25 +449,7 @@ fn check(row: &Row) -> (String, Vec<String>) {
 fn every_misbehaving_kernel_costs_its_record_only_and_leaves_nothing_behind() {
     let rows = rows();
     assert!(rows.len() >= 12);
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let chunks: Vec<_> = rows.chunks(rows.len().div_ceil(2)).collect();
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| {
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .filter_map(|row| {
-                            let (said, problems) = check(row);
-                            println!("{} -> {said}", row.name);
-                            (!problems.is_empty()).then(|| format!("{}:\n  {}", row.name, problems.join("\n  ")))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
-    });
+    let failures = crate::rows_two_at_a_time(&rows, |row| row.name, check);
     assert!(failures.is_empty(), "{} of {} rows fall short:\n{}", failures.len(), rows.len(), failures.join("\n\n"));
 }
 
