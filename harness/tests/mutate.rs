@@ -55,8 +55,7 @@ fn copy_dir(from: &Path, to: &Path) {
 fn the_ci_sample_of_mutants_scores_at_least_the_floor() {
     let report = tempfile::tempdir().unwrap();
     let report = report.path().join("mutate.json");
-    let (code, lines) =
-        mutate(&root(), &["--sample", CI_SAMPLE, "--seed", CI_SEED, "--jobs", "2", "--report", report.to_str().unwrap()]);
+    let (code, lines) = mutate(&root(), &["--sample", CI_SAMPLE, "--seed", CI_SEED, "--jobs", "2", "--report", report.to_str().unwrap()]);
     let text = lines.join("\n");
     let summary = lines.last().unwrap();
     let floor: f64 = {
@@ -92,7 +91,11 @@ fn a_weak_contract_lets_a_mutant_survive_and_identical_code_is_dropped() {
     // a dead comparison the compiler removes: its relational mutant compiles to the same code
     let kernel = weak.join("kernels/tf_add.hip");
     let text = std::fs::read_to_string(&kernel).unwrap();
-    std::fs::write(&kernel, text.replace("  if (i >= (long long)rows * k) return;", "  if (i >= (long long)rows * k) return;\n  if (k < -1) {}")).unwrap();
+    std::fs::write(
+        &kernel,
+        text.replace("  if (i >= (long long)rows * k) return;", "  if (i >= (long long)rows * k) return;\n  if (k < -1) {}"),
+    )
+    .unwrap();
 
     let (code, lines) = mutate(weak, &["--only", "tf_add", "--jobs", "2", "--report", weak.join("m.json").to_str().unwrap()]);
     let text = lines.join("\n");

@@ -63,7 +63,14 @@ struct Finished {
     output: String,
 }
 
-fn run_contracts(plan: &Plan, root: &Path, kernels: &Path, ops: &[String], args: &[OsString], cap: Duration) -> Result<Finished, MutateError> {
+fn run_contracts(
+    plan: &Plan,
+    root: &Path,
+    kernels: &Path,
+    ops: &[String],
+    args: &[OsString],
+    cap: Duration,
+) -> Result<Finished, MutateError> {
     let report = root.join("report.json");
     let log = root.join("output.txt");
     let _ = std::fs::remove_file(&report);
@@ -136,7 +143,13 @@ pub fn baseline(plan: &Plan, ops: &[String]) -> Result<HashMap<String, OpTime>, 
     let mut times: HashMap<String, OpTime> = HashMap::new();
     for r in records(&report) {
         if matches!(text(r, "outcome"), "fail" | "error") {
-            return Err(MutateError::Baseline(format!("{} ({}) is {}: {}", text(r, "op"), text(r, "record"), text(r, "outcome"), tail(&finished.output))));
+            return Err(MutateError::Baseline(format!(
+                "{} ({}) is {}: {}",
+                text(r, "op"),
+                text(r, "record"),
+                text(r, "outcome"),
+                tail(&finished.output)
+            )));
         }
         let seconds = r.get("seconds").and_then(|s| s.as_f64()).unwrap_or(0.0);
         let t = times.entry(text(r, "op").to_string()).or_default();
@@ -209,7 +222,8 @@ impl Builds {
 
     fn build(&self, plan: &Plan, kernels: &Path, op: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
         let Some(source) = Builds::source(kernels, op) else { return Ok(Vec::new()) };
-        let built = self.compiler.build(&source, &kernels.join("host/prelude.h"), &plan.cache_dir, plan.warp_size).map_err(|e| e.to_string())?;
+        let built =
+            self.compiler.build(&source, &kernels.join("host/prelude.h"), &plan.cache_dir, plan.warp_size).map_err(|e| e.to_string())?;
         code_of(&built.library)
     }
 
@@ -253,7 +267,14 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Runs one mutant: its kernels folder, the build checks, then its ops' records in stages.
-fn run_one(plan: &Plan, builds: Option<&Builds>, target: &Target, times: &HashMap<String, OpTime>, index: usize, mutant: &Mutant) -> MutantResult {
+fn run_one(
+    plan: &Plan,
+    builds: Option<&Builds>,
+    target: &Target,
+    times: &HashMap<String, OpTime>,
+    index: usize,
+    mutant: &Mutant,
+) -> MutantResult {
     let started = Instant::now();
     let outcome = (|| -> Result<Outcome, MutateError> {
         let root = plan.work.join(format!("m{index:04}"));
@@ -290,15 +311,24 @@ fn run_stages(plan: &Plan, root: &Path, kernels: &Path, target: &Target, times: 
     };
     for ops in stages {
         let time = |op: &String| times.get(op).copied().unwrap_or_default();
-        let record_limit = ops.iter().map(|op| ((time(op).slowest_record * TIME_FACTOR).ceil() as u64).max(MIN_RECORD_SECONDS)).max().unwrap_or(MIN_RECORD_SECONDS);
+        let record_limit = ops
+            .iter()
+            .map(|op| ((time(op).slowest_record * TIME_FACTOR).ceil() as u64).max(MIN_RECORD_SECONDS))
+            .max()
+            .unwrap_or(MIN_RECORD_SECONDS);
         let all: f64 = ops.iter().map(|op| time(op).all_records).sum();
         // the run's own start and kernel builds beside the records' limits
         let cap = Duration::from_secs_f64(all * TIME_FACTOR + record_limit as f64 + 120.0);
-        let args: Vec<OsString> = vec!["--fail-fast".into(), "--jobs".into(), "1".into(), "--timeout".into(), record_limit.to_string().into()];
+        let args: Vec<OsString> =
+            vec!["--fail-fast".into(), "--jobs".into(), "1".into(), "--timeout".into(), record_limit.to_string().into()];
         let finished = run_contracts(plan, root, kernels, &ops, &args, cap)?;
         let Some(report) = &finished.report else {
             return Ok(match finished.status {
-                None => Outcome::Killed { gate: "timeout".into(), record: ops.join(", "), message: format!("the run passed its cap of {} s", cap.as_secs()) },
+                None => Outcome::Killed {
+                    gate: "timeout".into(),
+                    record: ops.join(", "),
+                    message: format!("the run passed its cap of {} s", cap.as_secs()),
+                },
                 Some(code) => Outcome::NotJudged { why: format!("the run exited {code} without a report: {}", tail(&finished.output)) },
             });
         };
@@ -312,10 +342,16 @@ fn run_stages(plan: &Plan, root: &Path, kernels: &Path, target: &Target, times: 
             return Ok(Outcome::Killed { gate, record, message });
         }
         if finished.status.is_none() {
-            return Ok(Outcome::Killed { gate: "timeout".into(), record: ops.join(", "), message: format!("the run passed its cap of {} s", cap.as_secs()) });
+            return Ok(Outcome::Killed {
+                gate: "timeout".into(),
+                record: ops.join(", "),
+                message: format!("the run passed its cap of {} s", cap.as_secs()),
+            });
         }
         if finished.status != Some(0) {
-            return Ok(Outcome::NotJudged { why: format!("the run exited {:?} with every record green: {}", finished.status, tail(&finished.output)) });
+            return Ok(Outcome::NotJudged {
+                why: format!("the run exited {:?} with every record green: {}", finished.status, tail(&finished.output)),
+            });
         }
     }
     Ok(Outcome::Survived)
@@ -332,7 +368,10 @@ pub fn run_mutants(
 ) -> Result<Vec<MutantResult>, MutateError> {
     std::fs::create_dir_all(&plan.work)?;
     let builds = if plan.backend == "host" {
-        Some(Builds { compiler: HostCompiler::discover().map_err(|e| MutateError::Run(e.to_string()))?, originals: Mutex::new(HashMap::new()) })
+        Some(Builds {
+            compiler: HostCompiler::discover().map_err(|e| MutateError::Run(e.to_string()))?,
+            originals: Mutex::new(HashMap::new()),
+        })
     } else {
         None
     };

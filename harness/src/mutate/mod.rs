@@ -89,7 +89,11 @@ impl Config {
         for (i, e) in config.equivalent.iter().enumerate() {
             if Operator::from_name(&e.operator).is_none() {
                 let known: Vec<&str> = Operator::ALL.iter().map(|o| o.name()).collect();
-                return Err(error(format!("key `equivalent[{i}].operator`: `{}` is no operator (known: {})", e.operator, known.join(", "))));
+                return Err(error(format!(
+                    "key `equivalent[{i}].operator`: `{}` is no operator (known: {})",
+                    e.operator,
+                    known.join(", ")
+                )));
             }
             if e.reason.trim().is_empty() || e.reason.contains('\n') {
                 return Err(error(format!("key `equivalent[{i}].reason`: give one line saying why the change cannot be seen")));
@@ -204,14 +208,22 @@ pub fn sample(all: &[Mutant], n: usize, seed: u64) -> Vec<usize> {
 pub enum Outcome {
     /// A record went red: the gate (`nonfinite`, `repeat`, `shapes`, `limits`) or how it
     /// errored (`error`, `timeout`, `crash`, `device-fault`).
-    Killed { gate: String, record: String, message: String },
+    Killed {
+        gate: String,
+        record: String,
+        message: String,
+    },
     Survived,
     /// Its source did not build: not a kill.
-    DidNotCompile { message: String },
+    DidNotCompile {
+        message: String,
+    },
     /// Its compiled code is byte-identical to the original's: equivalent by construction.
     IdenticalCode,
     /// The harness could not judge it (its run ended without a report).
-    NotJudged { why: String },
+    NotJudged {
+        why: String,
+    },
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -478,14 +490,7 @@ mod tests {
             .into_iter()
             .find(|m| m.operator == operator)
             .unwrap();
-        MutantResult {
-            name: mutant.name(),
-            mutant,
-            op: "k".into(),
-            outcome,
-            equivalent: equivalent.map(str::to_string),
-            seconds: 0.0,
-        }
+        MutantResult { name: mutant.name(), mutant, op: "k".into(), outcome, equivalent: equivalent.map(str::to_string), seconds: 0.0 }
     }
 
     #[test]

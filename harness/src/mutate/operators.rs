@@ -384,7 +384,8 @@ impl Generator<'_> {
             if let Some(r) = compound {
                 self.replace(Operator::Arithmetic, k, r);
             }
-            if x == "[" && !self.in_shared_declaration(k)
+            if x == "["
+                && !self.in_shared_declaration(k)
                 && let Some(close) = closing(self.tokens, k)
                 && close > k + 1
             {
@@ -545,7 +546,11 @@ extern \"C\" __global__ void k(const float* a, float* out, int rows, int n) {
 
     fn find<'a>(all: &'a [Mutant], operator: Operator, original: &str, replacement: &str) -> &'a Mutant {
         all.iter().find(|m| m.operator == operator && m.original == original && m.replacement == replacement).unwrap_or_else(|| {
-            panic!("no {} mutant `{original}` -> `{replacement}` in {:#?}", operator.name(), all.iter().map(Mutant::name).collect::<Vec<_>>())
+            panic!(
+                "no {} mutant `{original}` -> `{replacement}` in {:#?}",
+                operator.name(),
+                all.iter().map(Mutant::name).collect::<Vec<_>>()
+            )
         })
     }
 

@@ -90,7 +90,10 @@ pub fn tokenize(source: &str) -> Vec<Token> {
             }
             Kind::Ident
         } else {
-            i += PUNCT.iter().find(|p| source[i..].starts_with(*p)).map_or_else(|| source[i..].chars().next().map_or(1, char::len_utf8), |p| p.len());
+            i += PUNCT
+                .iter()
+                .find(|p| source[i..].starts_with(*p))
+                .map_or_else(|| source[i..].chars().next().map_or(1, char::len_utf8), |p| p.len());
             Kind::Punct
         };
         tokens.push(Token { kind, text: source[start..i].to_string(), start, end: i, line, in_body: false });
