@@ -254,8 +254,16 @@ fn lint_text(work: &Path, display_path: &str, source: &str) -> Result<Vec<u8>, E
             findings.extend(super::lint::narrow_offsets(&dump, display_path, source));
         }
     }
-    Ok(findings.iter().map(|f| format!("{f}
-")).collect::<String>().into_bytes())
+    Ok(findings
+        .iter()
+        .map(|f| {
+            format!(
+                "{f}
+"
+            )
+        })
+        .collect::<String>()
+        .into_bytes())
 }
 
 fn lint_lines(bytes: &[u8]) -> Vec<String> {

@@ -127,7 +127,12 @@ pub struct HostModule {
 }
 
 impl HostModule {
-    pub fn open(source: &KernelSource, library_path: &std::path::Path, lint: Vec<String>, workers: usize) -> Result<HostModule, EngineError> {
+    pub fn open(
+        source: &KernelSource,
+        library_path: &std::path::Path,
+        lint: Vec<String>,
+        workers: usize,
+    ) -> Result<HostModule, EngineError> {
         let shown = library_path.display().to_string();
         let library = unsafe {
             libloading::os::unix::Library::open(Some(library_path), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL)
