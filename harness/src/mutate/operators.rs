@@ -138,7 +138,17 @@ const TYPE_WORDS: &[&str] = &[
 /// Every mutant of one source file, in source order, without duplicates.
 pub fn mutants(file: &str, source: &str) -> Vec<Mutant> {
     let tokens = tokenize(source);
-    let mut generator = Generator { file, source, tokens: &tokens, out: Vec::new(), seen: HashSet::new() };
+    // names declared as pointers (`const float* p,`, `float* out = ...`): bases, not index variables
+    let pointers: HashSet<String> = (2..tokens.len().saturating_sub(1))
+        .filter(|&j| {
+            tokens[j].kind == Kind::Ident
+                && tokens[j - 1].text == "*"
+                && tokens[j - 2].kind == Kind::Ident
+                && matches!(tokens[j + 1].text.as_str(), "," | ")" | "=")
+        })
+        .map(|j| tokens[j].text.clone())
+        .collect();
+    let mut generator = Generator { file, source, tokens: &tokens, pointers, out: Vec::new(), seen: HashSet::new() };
     for k in 0..tokens.len() {
         if tokens[k].in_body {
             generator.at(k);
@@ -158,6 +168,7 @@ struct Generator<'a> {
     file: &'a str,
     source: &'a str,
     tokens: &'a [Token],
+    pointers: HashSet<String>,
     out: Vec<Mutant>,
     seen: HashSet<Vec<Edit>>,
 }
@@ -305,6 +316,7 @@ impl Generator<'_> {
                 let t = &self.tokens[j];
                 t.kind == Kind::Ident
                     && !TYPE_WORDS.contains(&t.text.as_str())
+                    && !self.pointers.contains(&t.text)
                     && t.text.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
                     && self.t(j + 1) != "("
                     && !matches!(self.t(j.wrapping_sub(1)), "." | "->")
@@ -581,6 +593,8 @@ extern \"C\" __global__ void k(const float* a, float* out, int rows, int n) {
         find(&all, Operator::Narrow, "long long", "int");
         let m = find(&all, Operator::Swap, "row * n + col", "col * n + row");
         assert_eq!(m.after, "m = fmaxf(m, a[col * n + row]);");
+        // a pointer is a base, never swapped with an index
+        assert!(!all.iter().any(|m| m.operator == Operator::Swap && m.original.contains('a') && m.replacement.starts_with("row")));
         // never inside a comment, a string or a preprocessor line, nor a shared array's size
         assert!(all.iter().all(|m| m.line > 2));
         assert!(!all.iter().any(|m| m.line == 8));
