@@ -189,7 +189,7 @@ fn first_line(s: &str) -> String {
 }
 
 /// The code of a built library: its allocated code and constant sections, debug info left out.
-fn code_of(library: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
+fn code_of(library: &Path) -> Result<Code, String> {
     let bytes = std::fs::read(library).map_err(|e| format!("{}: {e}", library.display()))?;
     let file = object::File::parse(&*bytes).map_err(|e| format!("{}: {e}", library.display()))?;
     let mut out = Vec::new();
@@ -202,10 +202,13 @@ fn code_of(library: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
     Ok(out)
 }
 
+/// A built library's code sections, by name.
+type Code = Vec<(String, Vec<u8>)>;
+
 /// Host builds of the originals, for the identical-code check.
 struct Builds {
     compiler: HostCompiler,
-    originals: Mutex<HashMap<String, Result<Vec<(String, Vec<u8>)>, String>>>,
+    originals: Mutex<HashMap<String, Result<Code, String>>>,
 }
 
 impl Builds {
@@ -220,14 +223,14 @@ impl Builds {
         })
     }
 
-    fn build(&self, plan: &Plan, kernels: &Path, op: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
+    fn build(&self, plan: &Plan, kernels: &Path, op: &str) -> Result<Code, String> {
         let Some(source) = Builds::source(kernels, op) else { return Ok(Vec::new()) };
         let built =
             self.compiler.build(&source, &kernels.join("host/prelude.h"), &plan.cache_dir, plan.warp_size).map_err(|e| e.to_string())?;
         code_of(&built.library)
     }
 
-    fn original(&self, plan: &Plan, op: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
+    fn original(&self, plan: &Plan, op: &str) -> Result<Code, String> {
         if let Some(found) = self.originals.lock().unwrap().get(op) {
             return found.clone();
         }

@@ -366,7 +366,7 @@ impl MutateReport {
             total.mutants,
             match sample {
                 Some(_) => format!(" (a sample of {} generated, seed {seed:#x})", all.len()),
-                None => format!(" (all generated)"),
+                None => " (all generated)".to_string(),
             },
             total.killed,
             total.survived + total.not_judged,

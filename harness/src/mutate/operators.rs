@@ -149,8 +149,8 @@ pub fn mutants(file: &str, source: &str) -> Vec<Mutant> {
         .map(|j| tokens[j].text.clone())
         .collect();
     let mut generator = Generator { file, source, tokens: &tokens, pointers, out: Vec::new(), seen: HashSet::new() };
-    for k in 0..tokens.len() {
-        if tokens[k].in_body {
+    for (k, token) in tokens.iter().enumerate() {
+        if token.in_body {
             generator.at(k);
         }
     }
@@ -490,16 +490,21 @@ impl Generator<'_> {
                 }
             }
             // a 64-bit variable declared `int`: `long long x =` (the first declarator)
-            "long" if self.t(k + 1) == "long" && self.t(k.wrapping_sub(1)) != "long" && self.t(k.wrapping_sub(1)) != "(" => {
-                if self.tokens.get(k + 2).is_some_and(|t| t.kind == Kind::Ident) && self.t(k + 3) == "=" {
-                    let (start, end) = (self.tokens[k].start, self.tokens[k + 1].end);
-                    self.add(Operator::Narrow, vec![Edit { start, end, text: "int".into() }]);
-                }
+            "long"
+                if self.t(k + 1) == "long"
+                    && !matches!(self.t(k.wrapping_sub(1)), "long" | "(")
+                    && self.tokens.get(k + 2).is_some_and(|t| t.kind == Kind::Ident)
+                    && self.t(k + 3) == "=" =>
+            {
+                let (start, end) = (self.tokens[k].start, self.tokens[k + 1].end);
+                self.add(Operator::Narrow, vec![Edit { start, end, text: "int".into() }]);
             }
-            "size_t" | "int64_t" if self.t(k.wrapping_sub(1)) != "(" => {
-                if self.tokens.get(k + 1).is_some_and(|t| t.kind == Kind::Ident) && self.t(k + 2) == "=" {
-                    self.replace(Operator::Narrow, k, "int");
-                }
+            "size_t" | "int64_t"
+                if self.t(k.wrapping_sub(1)) != "("
+                    && self.tokens.get(k + 1).is_some_and(|t| t.kind == Kind::Ident)
+                    && self.t(k + 2) == "=" =>
+            {
+                self.replace(Operator::Narrow, k, "int");
             }
             _ => {}
         }
