@@ -222,7 +222,7 @@ pub fn serve(
             return channel.lock().unwrap().fatal(&format!("its CPU time limit could not be moved on: {}", runner::error_chain(&e)));
         }
         let result = runner::run_record(&context, &contract, record, &module, control.as_ref(), &mut inputs);
-        let stop = result.error.is_some();
+        let stop = result.error.is_some() || (settings.fail_fast && result.red());
         channel.lock().unwrap().send(&ChildMessage::Result(Box::new(result)))?;
         if stop {
             break;
@@ -306,16 +306,24 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // `jobs` children at a time; results are reported in unit order whatever order the
     // children finish in (those of the unit being reported as they arrive)
     let next_unit = std::sync::atomic::AtomicUsize::new(0);
+    // `--fail-fast`: set at the first red record; no unit starts after it
+    let stopped = std::sync::atomic::AtomicBool::new(false);
     let (sender, results) = mpsc::channel::<(usize, Option<RecordResult>)>();
     std::thread::scope(|scope| {
         for _ in 0..settings.jobs.clamp(1, units.len().max(1)) {
             let sender = sender.clone();
-            let (units, next_unit, unbuilt) = (&units, &next_unit, &unbuilt);
+            let (units, next_unit, unbuilt, stopped) = (&units, &next_unit, &unbuilt, &stopped);
             scope.spawn(move || {
                 loop {
+                    if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
                     let index = next_unit.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((contract, control, records)) = units.get(index) else { break };
-                    let mut emit = |result| {
+                    let mut emit = |result: RecordResult| {
+                        if settings.fail_fast && result.red() {
+                            stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
                         let _ = sender.send((index, Some(result)));
                     };
                     let source = runner::source_of(settings, contract, *control);
@@ -521,7 +529,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                     let mut result = *result;
                     result.notes.extend(child.take_note());
                     remaining.pop_front();
-                    stopped_on_error = result.error.is_some();
+                    stopped_on_error = result.error.is_some() || (unit.settings.fail_fast && result.red());
                     pending.push(result);
                     item_started = Instant::now();
                     case = None;
@@ -580,7 +588,11 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
             if let Some(last) = pending.last_mut() {
                 last.notes.extend(note);
             }
+            let red = pending.iter().any(RecordResult::red);
             pending.into_iter().for_each(&mut *emit);
+            if red && unit.settings.fail_fast {
+                return;
+            }
             continue;
         };
         // the record in flight, else the last one reported (its process did not end cleanly)
@@ -595,6 +607,9 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
         let mut result = unit.failed(blamed, fault, with_output(cause), seconds);
         result.notes.extend(note);
         emit(result);
+        if unit.settings.fail_fast {
+            return;
+        }
     }
 }
 

@@ -12,6 +12,7 @@ pub mod gates;
 pub mod inputs;
 pub mod isolation;
 pub mod limits;
+pub mod mutate;
 pub mod ops_table;
 pub mod oracle;
 pub mod processes;

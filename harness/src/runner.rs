@@ -45,6 +45,10 @@ pub struct Settings {
     pub jobs: usize,
     /// How long the build child may take to build every kernel (isolated runs).
     pub build_timeout_seconds: u64,
+    /// Stop at the first record that fails or errors (`--fail-fast`): the records and
+    /// contracts after it are not run. For `contracts mutate`, where one red record is the
+    /// whole answer.
+    pub fail_fast: bool,
 }
 
 /// The time limit of a record whose contract and control set none, and no flag either: the
@@ -234,6 +238,11 @@ impl RecordResult {
         self.cases.iter().flat_map(|c| c.outputs.values()).map(|m| m.elements).sum()
     }
 
+    /// A record that failed or errored (not a control: a control is red by design).
+    pub fn red(&self) -> bool {
+        self.control.is_none() && matches!(self.outcome, Outcome::Fail | Outcome::Error)
+    }
+
     pub fn failed(&self, gate: Gate) -> bool {
         self.failures.iter().any(|f| f.gate == gate)
     }
@@ -390,7 +399,7 @@ pub fn run_compared(
     let run_started = Instant::now();
     let mut inputs = InputCache::default();
     let context = RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules, on_case: None };
-    for contract in &contracts {
+    'contracts: for contract in &contracts {
         let module = match contract.op.source {
             Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
             None => Ok(None),
@@ -398,10 +407,14 @@ pub fn run_compared(
         for record in &contract.records {
             let result = run_record(&context, contract, record, &module, None, &mut inputs);
             on_event(&Event::Record(&result));
+            let red = result.red();
             report.records.push(result);
+            if red && settings.fail_fast {
+                break 'contracts;
+            }
         }
     }
-    for control in &controls {
+    for control in controls.iter().filter(|_| !(settings.fail_fast && report.records.iter().any(RecordResult::red))) {
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         let record = contract.record(&control.record).unwrap();
         let module = modules[&control.source].clone().map(Some);
@@ -1449,5 +1462,6 @@ pub(crate) fn tests_settings() -> Settings {
         isolated: true,
         jobs: 1,
         build_timeout_seconds: DEFAULT_BUILD_TIMEOUT_SECONDS,
+        fail_fast: false,
     }
 }

@@ -122,6 +122,10 @@ struct Flags {
     /// debugger. A crash then ends the run, so crash and timeout controls are not run.
     #[arg(long, global = true)]
     in_process: bool,
+    /// Stop at the first record that fails or errors: the records and contracts after it
+    /// are not run (what `contracts mutate` runs each mutant with).
+    #[arg(long, global = true)]
+    fail_fast: bool,
     /// Internal (`isolation::CHILD_FLAG`): this process is a child of a run and reads its job
     /// on standard input.
     #[arg(long, global = true, hide = true, value_name = "LABEL")]
@@ -140,6 +144,18 @@ enum Subcommand {
     /// Line and branch coverage of every kernel source by its own contract's cases (host
     /// backend, GCC's gcov), held to the floor and accepted exceptions of `coverage.toml`.
     Coverage,
+    /// Mutation testing: one-change mutants of every kernel (and common.h), each run against
+    /// its op's records; prints survivors, a kill matrix, the score per op and a SUMMARY
+    /// line, writes reports/last/mutate-<arch>.json, and exits 1 below the floor in
+    /// mutants.toml. `--seed` seeds the sample; the runs use the default input seed.
+    Mutate {
+        /// Run this many mutants, chosen with `--seed` over every file and operator (default: all).
+        #[arg(long, value_name = "N")]
+        sample: Option<usize>,
+        /// Print the chosen mutants' names and changes, and run nothing.
+        #[arg(long)]
+        list: bool,
+    },
 }
 
 /// The repository, without `--root`: the nearest folder holding `contracts/`, from the
@@ -256,6 +272,9 @@ fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi
     if flags.compare_host {
         args.push("--compare-host".into());
     }
+    if flags.fail_fast {
+        args.push("--fail-fast".into());
+    }
     args
 }
 
@@ -280,6 +299,7 @@ fn settings(flags: &Flags, root: &Path, isolated: bool) -> Settings {
         isolated,
         jobs: flags.jobs as usize,
         build_timeout_seconds: flags.build_timeout.unwrap_or(runner::DEFAULT_BUILD_TIMEOUT_SECONDS),
+        fail_fast: flags.fail_fast,
     }
 }
 
@@ -468,6 +488,9 @@ fn run(flags: &Flags) -> Result<i32> {
         say_raw(format_args!("{}", harness::ops_table::generate(&root.join("contracts")).map_err(|e| anyhow::anyhow!(e))?));
         return Ok(0);
     }
+    if let Some(Subcommand::Mutate { sample, list }) = &flags.command {
+        return mutate(flags, &root, *sample, *list);
+    }
     if let Some(arch) = &flags.arch
         && !flags.static_only
         && !matches!(flags.command, Some(Subcommand::Record))
@@ -600,4 +623,127 @@ fn coverage(flags: &Flags, root: &Path) -> Result<i32> {
         report_path: flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("coverage-{arch}.json"))),
     };
     Ok(harness::coverage::run(&request, &mut |line| say!("{line}"))?)
+}
+
+/// `contracts mutate`: generates the mutants, runs the chosen ones, prints and writes what
+/// became of them.
+fn mutate(flags: &Flags, root: &Path, sample: Option<usize>, list: bool) -> Result<i32> {
+    use harness::mutate::{self, exec};
+    let started = Instant::now();
+    let config = mutate::Config::load(&root.join(mutate::CONFIG_FILE), mutate::CONFIG_FILE)?;
+    let kernels_dir = flags.kernels.clone().unwrap_or_else(|| root.join("kernels")).canonicalize().context("the kernels folder")?;
+    let contracts_dir = flags.contracts.clone().unwrap_or_else(|| root.join("contracts")).canonicalize().context("the contracts folder")?;
+    let targets = mutate::targets(&kernels_dir, &flags.only)?;
+    let all = mutate::generate(&kernels_dir, &targets)?;
+    let chosen: Vec<usize> = match sample {
+        Some(n) => mutate::sample(&all, n, flags.seed),
+        None => (0..all.len()).collect(),
+    };
+    let chosen: Vec<&mutate::Mutant> = chosen.into_iter().map(|i| &all[i]).collect();
+    if list {
+        for m in &chosen {
+            say!("{}    line {}: {}  ->  {}", m.name(), m.line, m.before, m.after);
+        }
+        say!("{} mutants of {} generated", chosen.len(), all.len());
+        return Ok(0);
+    }
+    let backend_name = match flags.backend {
+        BackendChoice::Host => "host",
+        BackendChoice::Cuda => "cuda",
+        BackendChoice::Hip => "hip",
+        BackendChoice::Auto => bail!("mutate needs a named --backend (host, cuda or hip): every mutant must run on the same one"),
+    };
+    let cache = cache_dir(flags, root);
+    engine::backend::cache::prepare_folder(&cache)?;
+    let work = tempfile::Builder::new().prefix("contracts-mutate.").tempdir().context("a temporary folder for the mutants")?;
+    let mut extra_args: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(workers) = flags.workers {
+        extra_args.extend(["--workers".into(), workers.to_string().into()]);
+    }
+    let plan = exec::Plan {
+        program: std::env::current_exe().context("finding the contracts binary to run mutants")?,
+        contracts_dir,
+        kernels_dir,
+        cache_dir: cache.canonicalize().unwrap_or(cache),
+        backend: backend_name.to_string(),
+        warp_size: flags.warp_size,
+        jobs: flags.jobs as usize,
+        work: work.path().to_path_buf(),
+        extra_args,
+    };
+    let arch = match flags.backend {
+        BackendChoice::Host => format!("host-{}", std::env::consts::ARCH),
+        _ => backend(flags, root)?.0.arch(),
+    };
+    let ops: Vec<String> = {
+        // only the ops some chosen mutant runs against
+        let mut ops: Vec<String> =
+            targets.iter().filter(|t| chosen.iter().any(|m| m.file == t.file)).flat_map(|t| t.ops.iter().cloned()).collect();
+        ops.sort();
+        ops.dedup();
+        ops
+    };
+    say!(
+        "kernel-contracts {} mutate: backend {backend_name} ({arch}); {} mutants generated in {} files, running {}{}; {} at a time",
+        env!("CARGO_PKG_VERSION"),
+        all.len(),
+        targets.len(),
+        chosen.len(),
+        sample.map(|_| format!(" (sample seed {:#x})", flags.seed)).unwrap_or_default(),
+        plan.jobs
+    );
+    let times = exec::baseline(&plan, &ops)?;
+    say!("unmutated: {} ops pass in {:.1} s of records", times.len(), times.values().map(|t| t.all_records).sum::<f64>());
+    let total = chosen.len();
+    let mut results = exec::run_mutants(&plan, &targets, &chosen, &times, &|done, r| {
+        let what = match &r.outcome {
+            mutate::Outcome::Killed { gate, record, .. } => format!("killed at {gate} by {record}"),
+            mutate::Outcome::Survived => "SURVIVED".into(),
+            mutate::Outcome::DidNotCompile { .. } => "did not compile".into(),
+            mutate::Outcome::IdenticalCode => "identical code".into(),
+            mutate::Outcome::NotJudged { why } => format!("NOT JUDGED: {why}"),
+        };
+        say!("[{done}/{total}] {} {what} ({:.1} s)", r.name, r.seconds);
+    })?;
+    mutate::apply_equivalents(&mut results, &config);
+    let report = mutate::MutateReport::new(
+        &arch,
+        backend_name,
+        &all,
+        sample,
+        flags.seed,
+        &config,
+        &mutate::target_files(&targets),
+        results,
+        started.elapsed().as_secs_f64(),
+    );
+    let lines = report.lines();
+    let (summary, body) = lines.split_last().expect("the report has a SUMMARY line");
+    for line in body {
+        say!("{line}");
+    }
+    let path = flags.report.clone().unwrap_or_else(|| mutate::default_report(root, &arch));
+    let json = serde_json::to_string_pretty(&report).context("the mutate report")?;
+    let written = write_report(&path, &json);
+    let shown = harness::text::escaped(&path.strip_prefix(root).unwrap_or(&path).display().to_string()).into_owned();
+    match &written {
+        Ok(()) => say!("ran {total} mutants in {:.1} s; report {shown}", report.seconds),
+        Err(e) => say!("ran {total} mutants in {:.1} s; report NOT written to {shown}: {e}", report.seconds),
+    }
+    say!("{summary}");
+    Ok(if written.is_err() { 2 } else { report.exit_code() })
+}
+
+/// The mutate report, written whole through a temporary file beside it and a rename.
+fn write_report(path: &Path, json: &str) -> Result<()> {
+    use std::io::Write;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+        bail!("it is not a regular file");
+    }
+    let mut staged = tempfile::Builder::new().prefix(".mutate.").suffix(".partial").tempfile_in(dir)?;
+    staged.write_all(json.as_bytes())?;
+    staged.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
