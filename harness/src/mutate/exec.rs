@@ -301,6 +301,7 @@ fn run_one(
         op: op_of(&mutant.file),
         outcome,
         equivalent: None,
+        known_gap: None,
         seconds: started.elapsed().as_secs_f64(),
     }
 }

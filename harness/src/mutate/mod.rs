@@ -72,6 +72,10 @@ pub struct Config {
     pub floor: f64,
     #[serde(default)]
     pub equivalent: Vec<Equivalent>,
+    /// Survivors that are real bugs no contract catches yet, each with why: printed as known,
+    /// still counted against the score (an entry of the same form as `equivalent`).
+    #[serde(default)]
+    pub known_gap: Vec<Equivalent>,
 }
 
 impl Config {
@@ -86,17 +90,15 @@ impl Config {
         if !(0.0..=1.0).contains(&config.floor) {
             return Err(error(format!("key `floor`: {} is not a score between 0 and 1", config.floor)));
         }
-        for (i, e) in config.equivalent.iter().enumerate() {
+        let tables = config.equivalent.iter().map(|e| ("equivalent", e)).enumerate();
+        let gaps = config.known_gap.iter().map(|e| ("known_gap", e)).enumerate();
+        for (i, (table, e)) in tables.chain(gaps) {
             if Operator::from_name(&e.operator).is_none() {
                 let known: Vec<&str> = Operator::ALL.iter().map(|o| o.name()).collect();
-                return Err(error(format!(
-                    "key `equivalent[{i}].operator`: `{}` is no operator (known: {})",
-                    e.operator,
-                    known.join(", ")
-                )));
+                return Err(error(format!("key `{table}[{i}].operator`: `{}` is no operator (known: {})", e.operator, known.join(", "))));
             }
             if e.reason.trim().is_empty() || e.reason.contains('\n') {
-                return Err(error(format!("key `equivalent[{i}].reason`: give one line saying why the change cannot be seen")));
+                return Err(error(format!("key `{table}[{i}].reason`: give one line saying why")));
             }
         }
         Ok(config)
@@ -238,6 +240,9 @@ pub struct MutantResult {
     /// Survived, and `mutants.toml` lists it as equivalent: its reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub equivalent: Option<String>,
+    /// Survived, and `mutants.toml` lists it as a known gap: its reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub known_gap: Option<String>,
     pub seconds: f64,
 }
 
@@ -267,7 +272,10 @@ pub struct Tally {
     pub identical_code: usize,
     pub did_not_compile: usize,
     pub not_judged: usize,
+    /// Survivors neither equivalent nor known: what a contract must still catch.
     pub gaps: usize,
+    /// Survivors `mutants.toml` lists as known gaps (counted against the score).
+    pub known_gaps: usize,
 }
 
 impl Tally {
@@ -286,7 +294,11 @@ impl Tally {
                 t.equivalent += 1;
             }
             if r.is_gap() {
-                t.gaps += 1;
+                if r.known_gap.is_some() {
+                    t.known_gaps += 1;
+                } else {
+                    t.gaps += 1;
+                }
             }
         }
         t
@@ -357,12 +369,13 @@ impl MutateReport {
         let stale_equivalents = config
             .equivalent
             .iter()
+            .chain(&config.known_gap)
             .filter(|e| files.contains(&e.file) && !all.iter().any(|m| e.matches(m)))
             .map(Equivalent::describe)
             .collect();
         let score = total.score();
         let summary_line = format!(
-            "SUMMARY mutate {arch} {} mutants{}: {} killed, {} survived ({} equivalent, {} gaps), {} identical code, {} did not compile, {} not judged; score {:.3} (floor {:.2}){}",
+            "SUMMARY mutate {arch} {} mutants{}: {} killed, {} survived ({} equivalent, {} known gaps, {} gaps), {} identical code, {} did not compile, {} not judged; score {:.3} (floor {:.2}){}",
             total.mutants,
             match sample {
                 Some(_) => format!(" (a sample of {} generated, seed {seed:#x})", all.len()),
@@ -371,6 +384,7 @@ impl MutateReport {
             total.killed,
             total.survived + total.not_judged,
             total.equivalent - total.identical_code,
+            total.known_gaps,
             total.gaps,
             total.identical_code,
             total.did_not_compile,
@@ -411,6 +425,7 @@ impl MutateReport {
         for r in &survivors {
             let verdict = match (&r.equivalent, &r.outcome) {
                 (Some(reason), _) => format!("equivalent: {reason}"),
+                (None, _) if r.known_gap.is_some() => format!("KNOWN GAP: {}", r.known_gap.as_deref().unwrap_or_default()),
                 (None, Outcome::NotJudged { why }) => format!("GAP (not judged: {why})"),
                 (None, _) => "GAP: no contract caught it; strengthen a contract or list it in mutants.toml".to_string(),
             };
@@ -459,11 +474,12 @@ impl MutateReport {
     }
 }
 
-/// Marks survivors that `mutants.toml` lists as equivalent.
+/// Marks survivors that `mutants.toml` lists as equivalent or as known gaps.
 pub fn apply_equivalents(results: &mut [MutantResult], config: &Config) {
     for r in results {
         if matches!(r.outcome, Outcome::Survived) {
             r.equivalent = config.equivalent.iter().find(|e| e.matches(&r.mutant)).map(|e| e.reason.clone());
+            r.known_gap = config.known_gap.iter().find(|e| e.matches(&r.mutant)).map(|e| e.reason.clone());
         }
     }
 }
@@ -490,7 +506,15 @@ mod tests {
             .into_iter()
             .find(|m| m.operator == operator)
             .unwrap();
-        MutantResult { name: mutant.name(), mutant, op: "k".into(), outcome, equivalent: equivalent.map(str::to_string), seconds: 0.0 }
+        MutantResult {
+            name: mutant.name(),
+            mutant,
+            op: "k".into(),
+            outcome,
+            equivalent: equivalent.map(str::to_string),
+            known_gap: None,
+            seconds: 0.0,
+        }
     }
 
     #[test]
@@ -508,7 +532,7 @@ mod tests {
         let t = Tally::of(&results);
         assert_eq!((t.killed, t.survived, t.equivalent, t.did_not_compile, t.gaps), (3, 2, 2, 1, 1));
         assert_eq!(t.score(), 3.0 / 4.0);
-        let config = Config { floor: 0.97, equivalent: vec![] };
+        let config = Config { floor: 0.97, equivalent: vec![], known_gap: vec![] };
         let report = MutateReport::new("host-x", "host", &[], Some(7), 1, &config, &[], results, 1.0);
         let lines = report.lines();
         assert!(lines.last().unwrap().starts_with("SUMMARY mutate host-x 7 mutants"));
@@ -516,6 +540,14 @@ mod tests {
         assert!(lines.iter().any(|l| l.starts_with("SURVIVED kernels/k.hip [guard] GAP")), "{lines:#?}");
         assert!(lines.iter().any(|l| l.contains("line 1: ") && l.contains("  ->  ")), "{lines:#?}");
         assert_eq!(report.exit_code(), 1);
+
+        // a known gap is printed as known and still counts against the score
+        let mut known = result(Operator::Relational, Outcome::Survived, None);
+        known.known_gap = Some("no case reaches it".into());
+        let t = Tally::of([&known, &result(Operator::Relational, killed(), None)]);
+        assert_eq!((t.killed, t.equivalent, t.gaps, t.known_gaps, t.score()), (1, 0, 0, 1, 0.5));
+        let report = MutateReport::new("host-x", "host", &[], None, 1, &config, &[], vec![known], 1.0);
+        assert!(report.lines().iter().any(|l| l.ends_with("[relational] KNOWN GAP: no case reaches it")), "{:#?}", report.lines());
     }
 
     #[test]
