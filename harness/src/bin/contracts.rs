@@ -209,9 +209,11 @@ fn static_compiler(arch: &str, flags: &Flags, root: &Path) -> Result<Box<dyn Sta
 }
 
 fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<String>)> {
+    // every backend's prelude from the kernels folder the run uses (`--kernels` included)
+    let kernels = flags.kernels.clone().unwrap_or_else(|| root.join("kernels"));
     let host = || -> Result<Box<dyn Backend>> {
         let options = HostOptions {
-            prelude: flags.kernels.clone().unwrap_or_else(|| root.join("kernels")).join("host/prelude.h"),
+            prelude: kernels.join("host/prelude.h"),
             cache_dir: cache_dir(flags, root),
             workers: flags.workers.unwrap_or_else(worker_count).max(1),
             warp_size: flags.warp_size,
@@ -219,8 +221,12 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
         let host = HostBackend::new(options).context("starting the host backend")?;
         Ok(Box::new(if flags.coverage_build { host.with_coverage() } else { host }))
     };
-    let cuda = || CudaBackend::probe(CudaOptions { cache_dir: Some(cache_dir(flags, root)), ..CudaOptions::for_root(root) });
-    let hip = || HipBackend::probe(HipOptions::for_root(root));
+    let cuda = || {
+        let options =
+            CudaOptions { prelude: kernels.join("cuda/prelude.h"), cache_dir: Some(cache_dir(flags, root)), ..CudaOptions::for_root(root) };
+        CudaBackend::probe(options)
+    };
+    let hip = || HipBackend::probe(HipOptions { prelude: kernels.join("hip/hiprtc_prelude.h"), ..HipOptions::for_root(root) });
     match flags.backend {
         BackendChoice::Host => Ok((host()?, None)),
         BackendChoice::Cuda => Ok((Box::new(cuda().context("backend cuda")?), None)),
