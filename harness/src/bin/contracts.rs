@@ -155,6 +155,10 @@ enum Subcommand {
         /// Print the chosen mutants' names and changes, and run nothing.
         #[arg(long)]
         list: bool,
+        /// Only mutants of this operator (repeatable: relational, arithmetic, bound, index,
+        /// guard, barrier, min-max, init, shuffle, narrow, swap), before any `--sample`.
+        #[arg(long = "operator", value_name = "OPERATOR")]
+        operators: Vec<String>,
     },
 }
 
@@ -494,8 +498,8 @@ fn run(flags: &Flags) -> Result<i32> {
         say_raw(format_args!("{}", harness::ops_table::generate(&root.join("contracts")).map_err(|e| anyhow::anyhow!(e))?));
         return Ok(0);
     }
-    if let Some(Subcommand::Mutate { sample, list }) = &flags.command {
-        return mutate(flags, &root, *sample, *list);
+    if let Some(Subcommand::Mutate { sample, list, operators }) = &flags.command {
+        return mutate(flags, &root, *sample, *list, operators);
     }
     if let Some(arch) = &flags.arch
         && !flags.static_only
@@ -633,19 +637,31 @@ fn coverage(flags: &Flags, root: &Path) -> Result<i32> {
 
 /// `contracts mutate`: generates the mutants, runs the chosen ones, prints and writes what
 /// became of them.
-fn mutate(flags: &Flags, root: &Path, sample: Option<usize>, list: bool) -> Result<i32> {
+fn mutate(flags: &Flags, root: &Path, sample: Option<usize>, list: bool, operators: &[String]) -> Result<i32> {
     use harness::mutate::{self, exec};
+    let mut wanted = Vec::new();
+    for name in operators {
+        match mutate::Operator::from_name(name) {
+            Some(operator) => wanted.push(operator),
+            None => {
+                let known: Vec<&str> = mutate::Operator::ALL.iter().map(|o| o.name()).collect();
+                bail!("--operator {name}: no such mutation operator (there are {})", known.join(", "))
+            }
+        }
+    }
     let started = Instant::now();
     let config = mutate::Config::load(&root.join(mutate::CONFIG_FILE), mutate::CONFIG_FILE)?;
     let kernels_dir = flags.kernels.clone().unwrap_or_else(|| root.join("kernels")).canonicalize().context("the kernels folder")?;
     let contracts_dir = flags.contracts.clone().unwrap_or_else(|| root.join("contracts")).canonicalize().context("the contracts folder")?;
     let targets = mutate::targets(&kernels_dir, &flags.only)?;
     let all = mutate::generate(&kernels_dir, &targets)?;
+    // the report still sees every generated mutant, so no entry of mutants.toml looks stale
+    let pool: Vec<mutate::Mutant> = all.iter().filter(|m| wanted.is_empty() || wanted.contains(&m.operator)).cloned().collect();
     let chosen: Vec<usize> = match sample {
-        Some(n) => mutate::sample(&all, n, flags.seed),
-        None => (0..all.len()).collect(),
+        Some(n) => mutate::sample(&pool, n, flags.seed),
+        None => (0..pool.len()).collect(),
     };
-    let chosen: Vec<&mutate::Mutant> = chosen.into_iter().map(|i| &all[i]).collect();
+    let chosen: Vec<&mutate::Mutant> = chosen.into_iter().map(|i| &pool[i]).collect();
     if list {
         for m in &chosen {
             say!("{}    line {}: {}  ->  {}", m.name(), m.line, m.before, m.after);
@@ -690,11 +706,12 @@ fn mutate(flags: &Flags, root: &Path, sample: Option<usize>, list: bool) -> Resu
         ops
     };
     say!(
-        "kernel-contracts {} mutate: backend {backend_name} ({arch}); {} mutants generated in {} files, running {}{}; {} at a time",
+        "kernel-contracts {} mutate: backend {backend_name} ({arch}); {} mutants generated in {} files, running {}{}{}; {} at a time",
         env!("CARGO_PKG_VERSION"),
         all.len(),
         targets.len(),
         chosen.len(),
+        if wanted.is_empty() { String::new() } else { format!(" of the {} by --operator {}", pool.len(), operators.join(", ")) },
         sample.map(|_| format!(" (sample seed {:#x})", flags.seed)).unwrap_or_default(),
         plan.jobs
     );

@@ -326,6 +326,9 @@ pub struct MutateReport {
     /// operator -> gate (or `survived`, `equivalent`, `did-not-compile`) -> count.
     pub kill_matrix: BTreeMap<String, BTreeMap<String, usize>>,
     pub stale_equivalents: Vec<String>,
+    /// Entries of mutants.toml (equivalent or known gap) whose mutant ran and was killed:
+    /// the entry no longer says anything true.
+    pub killed_but_listed: Vec<String>,
     pub results: Vec<MutantResult>,
     pub seconds: f64,
     pub summary_line: String,
@@ -373,6 +376,18 @@ impl MutateReport {
             .filter(|e| files.contains(&e.file) && !all.iter().any(|m| e.matches(m)))
             .map(Equivalent::describe)
             .collect();
+        let killed_but_listed = results
+            .iter()
+            .filter_map(|r| match &r.outcome {
+                Outcome::Killed { gate, .. } => config
+                    .equivalent
+                    .iter()
+                    .chain(&config.known_gap)
+                    .find(|e| e.matches(&r.mutant))
+                    .map(|e| format!("{} was killed at {gate}", e.describe())),
+                _ => None,
+            })
+            .collect();
         let score = total.score();
         let summary_line = format!(
             "SUMMARY mutate {arch} {} mutants{}: {} killed, {} survived ({} equivalent, {} known gaps, {} gaps), {} identical code, {} did not compile, {} not judged; score {:.3} (floor {:.2}){}",
@@ -405,6 +420,7 @@ impl MutateReport {
             per_op,
             kill_matrix,
             stale_equivalents,
+            killed_but_listed,
             results,
             seconds,
             summary_line,
@@ -441,6 +457,9 @@ impl MutateReport {
         }
         for stale in &self.stale_equivalents {
             out.push(format!("STALE {CONFIG_FILE}: {stale} matches no generated mutant; correct or remove it"));
+        }
+        for killed in &self.killed_but_listed {
+            out.push(format!("KILLED BUT LISTED {CONFIG_FILE}: {killed}; remove its entry"));
         }
         out.push("kill matrix (operator x what killed it):".into());
         let width = 12;
@@ -548,6 +567,25 @@ mod tests {
         assert_eq!((t.killed, t.equivalent, t.gaps, t.known_gaps, t.score()), (1, 0, 0, 1, 0.5));
         let report = MutateReport::new("host-x", "host", &[], None, 1, &config, &[], vec![known], 1.0);
         assert!(report.lines().iter().any(|l| l.ends_with("[relational] KNOWN GAP: no case reaches it")), "{:#?}", report.lines());
+    }
+
+    #[test]
+    fn a_listed_mutant_that_was_killed_is_named_for_removal() {
+        let killed = result(Operator::Guard, Outcome::Killed { gate: "shapes".into(), record: "r".into(), message: "m".into() }, None);
+        let entry = Equivalent {
+            file: killed.mutant.file.clone(),
+            line: killed.mutant.line,
+            operator: "guard".into(),
+            original: killed.mutant.original.clone(),
+            replacement: killed.mutant.replacement.clone(),
+            occurrence: None,
+            reason: "no case reaches it".into(),
+        };
+        let config = Config { floor: 0.5, equivalent: vec![], known_gap: vec![entry] };
+        let report = MutateReport::new("host-x", "host", &[], None, 1, &config, &[], vec![killed], 1.0);
+        let line = report.lines().into_iter().find(|l| l.starts_with("KILLED BUT LISTED")).expect("a KILLED BUT LISTED line");
+        assert!(line.contains("kernels/k.hip:1 guard") && line.contains("was killed at shapes; remove its entry"), "{line}");
+        assert_eq!(report.killed_but_listed.len(), 1);
     }
 
     #[test]

@@ -72,12 +72,14 @@ fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
 /// fuses multiply-adds as soon as FMA is available, which breaks bit-exact checks).
 /// `-fsanitize=thread -g1`: every load and store of kernel code calls the prelude's memory
 /// checks (no sanitizer runtime is linked), and the line tables let a finding name its line.
+/// No `-w`: the compiler's warnings are read back for implicit 64-to-32-bit narrowing
+/// ([`super::lint::NARROWING_FLAG_GCC`]) and dropped otherwise.
 const FLAGS: &[&str] =
-    &["-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off", "-mtls-dialect=gnu2", "-w", "-fsanitize=thread", "-g1"];
+    &["-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off", "-mtls-dialect=gnu2", "-fsanitize=thread", "-g1"];
 
 /// Part of every cache key: what the build does beyond its flags (the `__shared__` rewrite,
 /// the line tables' folder). Change it whenever either changes.
-const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1, narrow-offsets-2";
+const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1, narrow-offsets-2, implicit-narrowing-2";
 
 #[derive(Clone, Debug)]
 pub struct HostCompiler {
@@ -128,8 +130,10 @@ impl HostCompiler {
             flags.push("-fno-extern-tls-init".into());
             flags.push("--param=tsan-instrument-func-entry-exit=0".into());
             flags.push(super::lint::DUMP_FLAG.into());
+            flags.push(super::lint::NARROWING_FLAG_GCC.into());
         } else {
             flags.extend(["-mllvm".into(), "-tsan-instrument-func-entry-exit=0".into()]);
+            flags.push(super::lint::NARROWING_FLAG_CLANG.into());
         }
         flags.push(format!("-DSIMT_WARP={warp_size}"));
         if mode == BuildMode::Coverage {
@@ -261,11 +265,12 @@ impl HostCompiler {
         // every file the compiler reads, system headers included, for the cache's manifest
         compile.args(["-MD", "-MF", DEPFILE, "-MT", cache::DEPFILE_TARGET]);
         compile.arg("-o").arg(&object_file);
-        if let Err(error) = self.run(compile, &source.display_path, "compile") {
-            return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or(error));
-        }
+        let diagnostics = match self.run(compile, &source.display_path, "compile") {
+            Ok(diagnostics) => diagnostics,
+            Err(error) => return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or(error)),
+        };
 
-        let lint = lint_text(work, &source.display_path, original)?;
+        let lint = lint_text(work, &source.display_path, original, &diagnostics)?;
         let renames = shared_symbol_renames(&object_file, &source.display_path)?;
         if !renames.is_empty() {
             let mut objcopy = Command::new("objcopy");
@@ -316,14 +321,15 @@ impl HostCompiler {
         })
     }
 
-    fn run(&self, mut command: Command, display_path: &str, step: &str) -> Result<(), EngineError> {
+    /// Runs one step of the build; on success, what the compiler said (its warnings).
+    fn run(&self, mut command: Command, display_path: &str, step: &str) -> Result<String, EngineError> {
         let out = command.output().map_err(|e| EngineError::Tool {
             tool: self.program.clone(),
             path: display_path.to_string(),
             reason: e.to_string(),
         })?;
         if out.status.success() {
-            return Ok(());
+            return Ok(String::from_utf8_lossy(&out.stderr).into_owned());
         }
         let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
         log.push_str(&String::from_utf8_lossy(&out.stdout));
@@ -335,27 +341,20 @@ impl HostCompiler {
     }
 }
 
-/// The 32-bit offsets of the compile's SSA dump, one a line (GCC; none from another
-/// compiler, which writes no dump).
-fn lint_text(work: &Path, display_path: &str, source: &str) -> Result<Vec<u8>, EngineError> {
-    let mut findings = Vec::new();
+/// The static findings of a build, one a line in source-line order: the 32-bit offsets of
+/// the compile's SSA dump (GCC; another compiler writes no dump) and the 64-bit values the
+/// compiler said were narrowed implicitly.
+fn lint_text(work: &Path, display_path: &str, source: &str, diagnostics: &str) -> Result<Vec<u8>, EngineError> {
+    let mut dumps = Vec::new();
     for entry in fs::read_dir(work).map_err(|e| EngineError::Cache { path: work.to_path_buf(), source: e })?.flatten() {
         if entry.path().extension().is_some_and(|x| x == "ssa")
             && let Ok(dump) = fs::read_to_string(entry.path())
         {
-            findings.extend(super::lint::narrow_offsets(&dump, display_path, source));
+            dumps.push(dump);
         }
     }
-    Ok(findings
-        .iter()
-        .map(|f| {
-            format!(
-                "{f}
-"
-            )
-        })
-        .collect::<String>()
-        .into_bytes())
+    let findings = super::lint::findings(&dumps, diagnostics, display_path, source);
+    Ok(findings.iter().map(|f| format!("{f}\n")).collect::<String>().into_bytes())
 }
 
 fn lint_lines(bytes: &[u8]) -> Vec<String> {

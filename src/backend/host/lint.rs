@@ -1,5 +1,5 @@
-//! The host build's one static check: an offset computed as a 32-bit product and only then
-//! widened to 64 bits (`p + row * k` with int `row` and `k`, `long long i = blockIdx.x *
+//! The host build's static checks of offsets. First, an offset computed as a 32-bit product
+//! and only then widened to 64 bits (`p + row * k` with int `row` and `k`, `long long i = blockIdx.x *
 //! blockDim.x + threadIdx.x`). It is right for every shape a host run can hold and wraps on
 //! a GPU once the product passes 2^31, which no host case reaches. GCC's SSA dump of the
 //! kernel source (`-fdump-tree-ssa-lineno`, written by the same compile, before any
@@ -7,28 +7,121 @@
 //! temporary that is, through `+ - / % << >>` of other temporaries, a product of two
 //! non-constant 32-bit values is a finding. A product stored in a named 32-bit variable first
 //! is the author's stated range and is not followed.
+//!
+//! Second, the other way round: a 64-bit value stored into a 32-bit integer implicitly (`int
+//! i = (long long)blockIdx.x * blockDim.x + threadIdx.x`, `int base = head_row * d` with a
+//! 64-bit `head_row`). The front end folds such a narrowed product back into 32-bit
+//! arithmetic before the SSA dump is written, so the dump cannot show it; the compiler's own
+//! warning (GCC's `-Wconversion`, clang's `-Wshorten-64-to-32`) is emitted before that fold
+//! and is read from the same compile. An explicit cast (`(int)(p % half)`) is the author's
+//! stated range and passes.
 
 use std::collections::HashMap;
 
 /// The flag that writes the dump beside the object (GCC only).
 pub const DUMP_FLAG: &str = "-fdump-tree-ssa-lineno";
 
+/// The warnings that name an implicit 64-to-32-bit integer conversion.
+pub const NARROWING_FLAG_GCC: &str = "-Wconversion";
+pub const NARROWING_FLAG_CLANG: &str = "-Wshorten-64-to-32";
+
+/// Every static finding of one build, one per source line, in line order: the SSA dumps'
+/// late-widened products, then what the compiler's `diagnostics` said was narrowed.
+pub fn findings(dumps: &[String], diagnostics: &str, display_path: &str, source: &str) -> Vec<String> {
+    let mut found: Vec<(u32, String)> = Vec::new();
+    let mut add = |line: u32, text: String| {
+        if !found.iter().any(|(l, _)| *l == line) {
+            found.push((line, text));
+        }
+    };
+    for dump in dumps {
+        for function in dump.split("\n;; Function ").skip(1) {
+            for (line, text) in in_function(function, display_path, source) {
+                add(line, text);
+            }
+        }
+    }
+    for (line, text) in implicit_narrowing(diagnostics, display_path, source) {
+        add(line, text);
+    }
+    found.sort();
+    found.into_iter().map(|(_, text)| text).collect()
+}
+
 const NARROW: &[&str] = &["int", "unsigned int"];
 const WIDE: &[&str] = &["long int", "long long int", "long unsigned int", "long long unsigned int", "sizetype"];
 
 /// Findings of one SSA dump, for statements in `display_path` (whose text is `source`, to
 /// quote the line), one per source line.
-pub fn narrow_offsets(dump: &str, display_path: &str, source: &str) -> Vec<String> {
-    let mut found: Vec<(u32, String)> = Vec::new();
-    for function in dump.split("\n;; Function ").skip(1) {
-        for (line, text) in in_function(function, display_path, source) {
-            if !found.iter().any(|(l, _)| *l == line) {
-                found.push((line, text));
-            }
+#[cfg(test)]
+fn narrow_offsets(dump: &str, display_path: &str, source: &str) -> Vec<String> {
+    findings(&[dump.to_string()], "", display_path, source)
+}
+
+/// The compiler's warnings of a 64-bit integer converted implicitly to a 32-bit one, in
+/// `display_path`: GCC's `kernels/x.hip:8:46: warning: conversion from 'long long int' to
+/// 'int' may change value [-Wconversion]` (quotes as the locale gives them, `{aka ...}`
+/// after a typedef) and clang's `warning: implicit conversion loses integer precision: 'long
+/// long' to 'int' [-Wshorten-64-to-32]`.
+fn implicit_narrowing(diagnostics: &str, display_path: &str, source: &str) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for diagnostic in diagnostics.lines() {
+        let Some(rest) = diagnostic.strip_prefix(display_path).and_then(|r| r.strip_prefix(':')) else { continue };
+        let Some((line, rest)) = rest.split_once(':') else { continue };
+        let Ok(line) = line.parse::<u32>() else { continue };
+        let Some((_, message)) = rest.split_once(": warning: ") else { continue };
+        let types = message
+            .strip_prefix("conversion from ")
+            .or_else(|| message.strip_prefix("implicit conversion loses integer precision: "))
+            .and_then(conversion_types);
+        let Some((from, to)) = types else { continue };
+        if !is_64_bit_integer(&from) || !is_32_bit_integer(&to) {
+            continue;
+        }
+        let quoted = source.lines().nth(line as usize - 1).map(str::trim).unwrap_or("");
+        out.push((
+            line,
+            format!(
+                "{display_path}:{line}: a 64-bit `{from}` is narrowed to `{to}` implicitly, so an offset or count past \
+                 2^31 wraps (`{quoted}`; keep it in 64 bits, or cast it explicitly where its range is known)"
+            ),
+        ));
+    }
+    out
+}
+
+/// `'long long int' to 'int' may change value` -> (`long long int`, `int`), each type as its
+/// typedef stands for it (`'size_t' {aka 'long unsigned int'}`, clang's `(aka '...')`).
+fn conversion_types(text: &str) -> Option<(String, String)> {
+    let quote = |c: char| matches!(c, '\'' | '\u{2018}' | '\u{2019}');
+    // the quoted pieces in order: from, [its aka], to, [its aka]
+    let pieces: Vec<&str> = text.split(quote).collect();
+    let mut types: Vec<String> = Vec::new();
+    let mut i = 1;
+    while i < pieces.len() {
+        let between = pieces.get(i + 1).copied().unwrap_or("");
+        let aka = between.trim_start().trim_start_matches(['{', '(']).trim() == "aka";
+        if aka && i + 2 < pieces.len() {
+            types.push(pieces[i + 2].to_string());
+            i += 4;
+        } else {
+            types.push(pieces[i].to_string());
+            i += 2;
+        }
+        if types.len() == 2 {
+            break;
         }
     }
-    found.sort();
-    found.into_iter().map(|(_, text)| text).collect()
+    let mut types = types.into_iter();
+    Some((types.next()?, types.next()?))
+}
+
+fn is_64_bit_integer(ty: &str) -> bool {
+    ty.split_whitespace().any(|w| w == "long") && !ty.contains("double")
+}
+
+fn is_32_bit_integer(ty: &str) -> bool {
+    matches!(ty, "int" | "unsigned int" | "unsigned" | "signed int")
 }
 
 struct Statement<'a> {
@@ -49,6 +142,20 @@ fn in_function(function: &str, display_path: &str, source: &str) -> Vec<(u32, St
     let mut out = Vec::new();
     for statement in definitions.values() {
         let Some((to, from)) = conversion(statement.rhs) else { continue };
+        if to == "int" && type_of(from) == Some("unsigned int") && statement.file == display_path {
+            if let Some(product) = folded_signed_product(from, &definitions, &type_of, 0) {
+                let quoted = source.lines().nth(statement.line as usize - 1).map(str::trim).unwrap_or("");
+                out.push((
+                    statement.line,
+                    format!(
+                        "{}:{}: {product} is narrowed to a 32-bit `int`, so it wraps once it passes 2^31 (`{quoted}`; \
+                         keep the variable 64-bit, as `long long`)",
+                        statement.file, statement.line
+                    ),
+                ));
+            }
+            continue;
+        }
         if !WIDE.contains(&to) || !type_of(from).is_some_and(|t| NARROW.contains(&t)) || statement.file != display_path {
             continue;
         }
@@ -95,6 +202,33 @@ fn narrow_product<'a>(
         "+" | "-" | "/" | "%" | "<<" | ">>" => {
             [left, right].into_iter().find_map(|operand| narrow_product(operand, definitions, type_of, depth + 1))
         }
+        _ => None,
+    }
+}
+
+/// `row * vocab` if `name` is (a sum with) the product GCC makes of `int base = (long
+/// long)row * vocab`: the front end folds a 64-bit product stored in an int into an unsigned
+/// 32-bit product of the signed operands (`row.0_1 = (unsigned int) row_4(D)`, then `_3 =
+/// row.0_1 * vocab.1_2` and `base_6 = (int) _3`) before any dump or warning sees it. Source
+/// code rarely writes that shape itself.
+fn folded_signed_product<'a>(
+    name: &str,
+    definitions: &HashMap<&str, Statement<'a>>,
+    type_of: &dyn Fn(&str) -> Option<&'a str>,
+    depth: usize,
+) -> Option<String> {
+    if depth > 8 || !name.starts_with(|c: char| c == '_' || c.is_alphabetic()) {
+        return None;
+    }
+    let statement = definitions.get(name)?;
+    let (left, op, right) = binary(statement.rhs)?;
+    let signed_operand = |operand: &str| -> Option<String> {
+        let (to, from) = conversion(definitions.get(operand)?.rhs)?;
+        (to == "unsigned int" && type_of(from) == Some("int")).then(|| variable_of(from).to_string())
+    };
+    match op {
+        "*" => Some(format!("`{} * {}`", signed_operand(left)?, signed_operand(right)?)),
+        "+" | "-" => [left, right].into_iter().find_map(|operand| folded_signed_product(operand, definitions, type_of, depth + 1)),
         _ => None,
     }
 }
@@ -209,6 +343,76 @@ void kern (const float * scores, int keys, int row, unsigned int bx, unsigned in
         assert!(found[2].starts_with("kernels/k.hip:6: `rows * k` is multiplied in 32 bits"), "{}", found[2]);
         // the 64-bit product on line 3 and the constant multiple on line 9 pass; common.h is another file
         assert!(narrow_offsets(DUMP, "kernels/other.hip", source).is_empty());
+    }
+
+    #[test]
+    fn implicit_64_to_32_bit_narrowing_is_named_from_gcc_and_clang_warnings_and_nothing_else() {
+        let source = "a\nb\n  int i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\nc\nd\n  int n = count;\n";
+        let diagnostics = "\
+kernels/k.hip: In function 'void k(int)':
+kernels/k.hip:3:46: warning: conversion from 'long long int' to 'int' may change value [-Wconversion]
+    3 |   int i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+kernels/k.hip:4:9: warning: conversion from 'int' to 'float' may change value [-Wconversion]
+kernels/k.hip:5:9: warning: conversion from \u{2018}long long int\u{2019} to \u{2018}short int\u{2019} may change value [-Wconversion]
+kernels/k.hip:6:11: warning: implicit conversion loses integer precision: 'size_t' (aka 'unsigned long') to 'int' [-Wshorten-64-to-32]
+kernels/common.h:9:3: warning: conversion from 'long int' to 'int' may change value [-Wconversion]
+kernels/k.hip:7:3: warning: conversion from \u{2018}size_t\u{2019} {aka \u{2018}long unsigned int\u{2019}} to \u{2018}unsigned int\u{2019} may change value [-Wconversion]
+";
+        let found = findings(&[], diagnostics, "kernels/k.hip", source);
+        assert_eq!(found.len(), 3, "{found:#?}");
+        assert_eq!(
+            found[0],
+            "kernels/k.hip:3: a 64-bit `long long int` is narrowed to `int` implicitly, so an offset or count past 2^31 wraps \
+             (`int i = (long long)blockIdx.x * blockDim.x + threadIdx.x;`; keep it in 64 bits, or cast it explicitly where its \
+             range is known)"
+        );
+        assert!(found[1].starts_with("kernels/k.hip:6: a 64-bit `unsigned long` is narrowed to `int` implicitly"), "{}", found[1]);
+        assert!(found[1].contains("(`int n = count;`;"), "{}", found[1]);
+        assert!(found[2].starts_with("kernels/k.hip:7: a 64-bit `long unsigned int` is narrowed to `unsigned int`"), "{}", found[2]);
+    }
+
+    /// GCC's SSA dump of `int base = (long long)row * vocab;` on line 1 and of `int i =
+    /// (int)((unsigned)bx * bd);` (unsigned builtins, no signed operand) on line 2.
+    const FOLDED: &str = "
+;; Function f1 (_Z2f1ii, funcdef_no=0, decl_uid=2117, cgraph_uid=1, symbol_order=0)
+
+int f1 (int row, int vocab, unsigned int bx, unsigned int bd)
+{
+  int base;
+  int i;
+  unsigned int row.0_1;
+  unsigned int vocab.1_2;
+  unsigned int _3;
+  unsigned int _4;
+
+  <bb 2> :
+  [kernels/k.hip:1:56] row.0_1 = (unsigned int) row_4(D);
+  [kernels/k.hip:1:56] vocab.1_2 = (unsigned int) vocab_5(D);
+  [kernels/k.hip:1:56] _3 = row.0_1 * vocab.1_2;
+  [kernels/k.hip:1:34] base_6 = (int) _3;
+  [kernels/k.hip:2:20] _4 = bx_7(D) * bd_8(D);
+  [kernels/k.hip:2:13] i_9 = (int) _4;
+";
+
+    #[test]
+    fn a_64_bit_product_gcc_folded_into_an_int_is_named() {
+        let source = "  int base = (long long)row * vocab;\n  int i = (int)((unsigned)bx * bd);\n";
+        let found = findings(&[FOLDED.to_string()], "", "kernels/k.hip", source);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(
+            found[0],
+            "kernels/k.hip:1: `row * vocab` is narrowed to a 32-bit `int`, so it wraps once it passes 2^31 \
+             (`int base = (long long)row * vocab;`; keep the variable 64-bit, as `long long`)"
+        );
+    }
+
+    #[test]
+    fn a_line_with_both_kinds_of_finding_is_named_once() {
+        let diagnostics = "kernels/k.hip:2:33: warning: conversion from 'long long int' to 'int' may change value [-Wconversion]\n";
+        let source = "x\n  const float* s = scores + row * keys;\n";
+        let found = findings(&[DUMP.to_string()], diagnostics, "kernels/k.hip", source);
+        assert_eq!(found.iter().filter(|f| f.starts_with("kernels/k.hip:2:")).count(), 1, "{found:#?}");
+        assert!(found[0].contains("multiplied in 32 bits"), "{}", found[0]);
     }
 
     #[test]
