@@ -88,7 +88,9 @@ pub fn output_poison(launch: usize) -> u8 {
 
 /// The schedule of launch l: shared-memory poison, block order, the order a block's threads
 /// start in and the wake order all change, so a result that depends on scheduling differs
-/// between repeats every time.
+/// between repeats every time. The three launches a record makes at least (`--repeats` 3)
+/// start threads with one seeded warp ahead of the rest, reversed and shuffled: every order
+/// but plain forward, which a warp ahead is but for the warp it picks, comes fourth.
 pub fn launch_schedule(launch: usize, seed: u64) -> Schedule {
     let block_order = match launch % 3 {
         0 => BlockOrder::Linear,
@@ -96,10 +98,10 @@ pub fn launch_schedule(launch: usize, seed: u64) -> Schedule {
         _ => BlockOrder::Shuffled(seed ^ launch as u64),
     };
     let thread_order = match launch % 4 {
-        0 => ThreadOrder::Forward,
+        0 => ThreadOrder::WarpAhead(seed ^ launch as u64),
         1 => ThreadOrder::Reversed,
         2 => ThreadOrder::Shuffled(seed ^ (launch as u64).rotate_left(32)),
-        _ => ThreadOrder::WarpAhead(seed ^ launch as u64),
+        _ => ThreadOrder::Forward,
     };
     Schedule { shared_poison: Some([0xff, 0x00, 0xa5, 0x5a, 0x3c][launch % 5]), block_order, wake_reverse: launch % 2 == 1, thread_order }
 }
@@ -1463,5 +1465,22 @@ pub(crate) fn tests_settings() -> Settings {
         jobs: 1,
         build_timeout_seconds: DEFAULT_BUILD_TIMEOUT_SECONDS,
         fail_fast: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_default_launches_start_threads_warp_ahead_reversed_and_shuffled() {
+        let orders: Vec<ThreadOrder> = (0..3).map(|l| launch_schedule(l, 7).thread_order).collect();
+        assert!(matches!(orders[0], ThreadOrder::WarpAhead(_)), "{orders:?}");
+        assert!(matches!(orders[1], ThreadOrder::Reversed), "{orders:?}");
+        assert!(matches!(orders[2], ThreadOrder::Shuffled(_)), "{orders:?}");
+        assert!(matches!(launch_schedule(3, 7).thread_order, ThreadOrder::Forward));
+        // poisons and block orders differ between every two of them too
+        let poisons: Vec<u8> = (0..3).map(output_poison).collect();
+        assert!(poisons[0] != poisons[1] && poisons[1] != poisons[2] && poisons[0] != poisons[2]);
     }
 }
