@@ -75,6 +75,30 @@ fn output_of(mut command: Command) -> (i32, Vec<String>, String) {
     (out.status.code().unwrap_or(-1), stdout.lines().map(str::to_string).collect(), stderr)
 }
 
+/// The environment variable that marks every process of one test run (inherited by the
+/// run's children, compilers and whatever a kernel starts), so /proc tells what is left.
+const RUN_MARKER: &str = "KERNEL_CONTRACTS_TEST_RUN";
+
+/// Processes that carry `marker` in [`RUN_MARKER`] and are not zombies, as `pid: cmdline`.
+fn processes_marked(marker: &str) -> Vec<String> {
+    let needle = format!("{RUN_MARKER}={marker}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+        if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            if !stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')) {
+                let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                found.push(format!("{}: {}", entry.file_name().to_string_lossy(), String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+            }
+        }
+    }
+    found
+}
+
 /// The SUMMARY's numbers: kernels, pass, fail, known findings, controls, red, missed, limit problems.
 fn summary_numbers(line: &str) -> Vec<usize> {
     let rest = line.strip_prefix("SUMMARY host-x86_64 ").unwrap_or_else(|| panic!("not a host SUMMARY line: {line}"));

@@ -393,10 +393,10 @@ fn read_only_folder(path: &Path) {
 /// Runs the binary; as root, without CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER
 /// (dropped from the bounding set before exec, so the binary and its children never get
 /// them), so that a folder's permission bits hold for it as for anyone.
-fn run_checked(cwd: &Path, args: &[&str]) -> (i32, Vec<String>, String) {
+fn run_checked(cwd: &Path, args: &[&str], marker: &str) -> (i32, Vec<String>, String) {
     use std::os::unix::process::CommandExt;
     let mut command = contracts_command(args);
-    command.current_dir(cwd);
+    command.current_dir(cwd).env(crate::RUN_MARKER, marker);
     if unsafe { libc::geteuid() } == 0 {
         // linux/capability.h: CAP_DAC_OVERRIDE 1, CAP_DAC_READ_SEARCH 2, CAP_FOWNER 3
         let drop_overrides = || {
@@ -975,7 +975,9 @@ fn check(row: &Row) -> (String, Vec<String>) {
     }
     let report_before = kind_at(&f.report());
     let args: Vec<&str> = setup.args.iter().map(String::as_str).collect();
-    let (code, lines, stderr) = run_checked(&setup.cwd, &args);
+    // the fixture's folder is unique to this row's run: so is the marker
+    let marker = format!("bad input: {}", f.base.display());
+    let (code, lines, stderr) = run_checked(&setup.cwd, &args, &marker);
     let mut problems = Vec::new();
     let mut expect = |holds: bool, what: String| {
         if !holds {
@@ -1087,6 +1089,8 @@ fn check(row: &Row) -> (String, Vec<String>) {
 
     let want_code = want_code(row);
     expect(code == want_code, format!("exit {code}, not {want_code}"));
+    let left = crate::processes_marked(&marker);
+    expect(left.is_empty(), format!("processes of the run are left: {left:?}"));
     expect(listing(&f.outside) == outside_before, "the folder beside the repository changed".into());
     let leftovers: Vec<String> = std::fs::read_dir(&f.base)
         .unwrap()

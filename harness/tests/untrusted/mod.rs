@@ -297,7 +297,7 @@ impl Setup {
             .arg(self.base.join("cache"))
             .args(flags)
             .env("TMPDIR", self.base.join("tmp"))
-            .env("KERNEL_CONTRACTS_TEST_RUN", &self.marker)
+            .env(crate::RUN_MARKER, &self.marker)
             .current_dir(&self.base)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -339,26 +339,7 @@ impl Setup {
 
     /// Processes that carry this run's marker and are not zombies.
     fn left_behind(&self) -> Vec<String> {
-        let needle = format!("KERNEL_CONTRACTS_TEST_RUN={}", self.marker);
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
-                continue;
-            }
-            let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
-            if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
-                let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-                if !stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')) {
-                    let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-                    found.push(format!(
-                        "{}: {}",
-                        entry.file_name().to_string_lossy(),
-                        String::from_utf8_lossy(&cmdline).replace('\0', " ")
-                    ));
-                }
-            }
-        }
-        found
+        crate::processes_marked(&self.marker)
     }
 }
 
