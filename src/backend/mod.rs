@@ -5,6 +5,7 @@ pub mod cache;
 pub mod cuda;
 pub mod hip;
 pub mod host;
+pub mod static_checks;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

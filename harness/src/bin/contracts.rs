@@ -12,6 +12,7 @@ use engine::amdgpu::{Gfx1201Static, HipClang};
 use engine::backend::cuda::{CudaBackend, CudaOptions, NvrtcStatic};
 use engine::backend::hip::{HipBackend, HipOptions};
 use engine::backend::host::{HostBackend, HostOptions, worker_count};
+use engine::backend::static_checks::{StaticCheckOptions, StaticChecked};
 use engine::backend::{Backend, StaticCompiler};
 use harness::isolation::{self, BackendInfo, ChildCommand, JobRequest};
 use harness::report::{self, Summary};
@@ -95,6 +96,10 @@ struct Flags {
     /// A limit problem (live figures that differ from the recorded ones) fails the record.
     #[arg(long, global = true)]
     strict_limits: bool,
+    /// With a GPU backend: leave out the host build's static offset checks (32-bit products
+    /// widened late, 64-bit values narrowed), which need the host C++ compiler.
+    #[arg(long, global = true)]
+    no_static_checks: bool,
     /// With a GPU backend: also launch every case on the host backend and put the largest ulp
     /// distance between the two backends' outputs in the JSON report.
     #[arg(long, global = true)]
@@ -231,16 +236,28 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
         CudaBackend::probe(options)
     };
     let hip = || HipBackend::probe(HipOptions { prelude: kernels.join("hip/hiprtc_prelude.h"), ..HipOptions::for_root(root) });
+    // a GPU backend's kernels get the host build's static offset checks too, unless asked not to
+    let checked = |gpu: Box<dyn Backend>| -> Result<Box<dyn Backend>> {
+        if flags.no_static_checks {
+            return Ok(gpu);
+        }
+        let options =
+            StaticCheckOptions { prelude: kernels.join("host/prelude.h"), cache_dir: cache_dir(flags, root), warp_size: flags.warp_size };
+        let checked = StaticChecked::new(gpu, options)
+            .context("the static offset checks of a GPU run need the host C++ compiler and prelude (--no-static-checks leaves them out)")?;
+        Ok(Box::new(checked))
+    };
     match flags.backend {
         BackendChoice::Host => Ok((host()?, None)),
-        BackendChoice::Cuda => Ok((Box::new(cuda().context("backend cuda")?), None)),
-        BackendChoice::Hip => Ok((Box::new(hip().context("backend hip")?), None)),
+        BackendChoice::Cuda => Ok((checked(Box::new(cuda().context("backend cuda")?))?, None)),
+        BackendChoice::Hip => Ok((checked(Box::new(hip().context("backend hip")?))?, None)),
         BackendChoice::Auto => match hip() {
-            Ok(backend) => Ok((Box::new(backend), Some("backend auto: using hip".into()))),
+            Ok(backend) => Ok((checked(Box::new(backend))?, Some("backend auto: using hip".into()))),
             Err(hip_error) => match cuda() {
-                Ok(backend) => {
-                    Ok((Box::new(backend), Some(format!("backend auto: no HIP device ({}); using cuda", runner::error_chain(&hip_error)))))
-                }
+                Ok(backend) => Ok((
+                    checked(Box::new(backend))?,
+                    Some(format!("backend auto: no HIP device ({}); using cuda", runner::error_chain(&hip_error))),
+                )),
                 Err(e) => Ok((
                     host()?,
                     Some(format!(
@@ -278,6 +295,9 @@ fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi
     }
     if flags.strict_limits {
         args.push("--strict-limits".into());
+    }
+    if flags.no_static_checks {
+        args.push("--no-static-checks".into());
     }
     if flags.compare_host {
         args.push("--compare-host".into());
@@ -650,7 +670,13 @@ fn mutate(flags: &Flags, root: &Path, sample: Option<usize>, list: bool, operato
         }
     }
     let started = Instant::now();
-    let config = mutate::Config::load(&root.join(mutate::CONFIG_FILE), mutate::CONFIG_FILE)?;
+    let backend_name = match flags.backend {
+        BackendChoice::Host => "host",
+        BackendChoice::Cuda => "cuda",
+        BackendChoice::Hip => "hip",
+        BackendChoice::Auto => bail!("mutate needs a named --backend (host, cuda or hip): every mutant must run on the same one"),
+    };
+    let config = mutate::Config::load(&root.join(mutate::CONFIG_FILE), mutate::CONFIG_FILE)?.for_backend(backend_name);
     let kernels_dir = flags.kernels.clone().unwrap_or_else(|| root.join("kernels")).canonicalize().context("the kernels folder")?;
     let contracts_dir = flags.contracts.clone().unwrap_or_else(|| root.join("contracts")).canonicalize().context("the contracts folder")?;
     let targets = mutate::targets(&kernels_dir, &flags.only)?;
@@ -669,12 +695,6 @@ fn mutate(flags: &Flags, root: &Path, sample: Option<usize>, list: bool, operato
         say!("{} mutants of {} generated", chosen.len(), all.len());
         return Ok(0);
     }
-    let backend_name = match flags.backend {
-        BackendChoice::Host => "host",
-        BackendChoice::Cuda => "cuda",
-        BackendChoice::Hip => "hip",
-        BackendChoice::Auto => bail!("mutate needs a named --backend (host, cuda or hip): every mutant must run on the same one"),
-    };
     let cache = cache_dir(flags, root);
     engine::backend::cache::prepare_folder(&cache)?;
     let work = tempfile::Builder::new().prefix("contracts-mutate.").tempdir().context("a temporary folder for the mutants")?;

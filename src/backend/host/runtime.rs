@@ -297,18 +297,7 @@ impl Module for HostModule {
             let subject = findings::subject(*kind, first, tensors, &self.shared);
             report.findings.push(MemoryFinding { kind: *kind, subject, count, message });
         }
-        if let Some(first) = self.lint.first() {
-            let more = match self.lint.len() - 1 {
-                0 => String::new(),
-                n => format!(" (and {n} more such offsets)"),
-            };
-            report.findings.push(MemoryFinding {
-                kind: MemoryFindingKind::NarrowOffset,
-                subject: "kernel".into(),
-                count: self.lint.len() as u64,
-                message: format!("{first}{more}"),
-            });
-        }
+        report.findings.extend(crate::backend::static_checks::narrow_offset_finding(&self.lint));
         for r in &results {
             report.blocks += r.blocks;
             report.switches += r.switches;

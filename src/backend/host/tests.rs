@@ -473,3 +473,33 @@ fn a_source_in_a_folder_named_with_a_space_a_quote_a_newline_and_an_equals_sign_
     assert!(error.contains("__trap()") && error.contains("kernels/common.h:"), "{error}");
     assert!(!error.contains(odd.to_str().unwrap()) && !error.contains("root/"), "{error}");
 }
+
+/// The static offset checks around another backend (here the host itself, whose modules also
+/// report them): the wrapper adds the host build's finding to every launch of a source that
+/// has one, and nothing to a clean source.
+#[test]
+fn static_checks_ride_on_every_launch_of_a_wrapped_backend() {
+    use crate::backend::MemoryFindingKind;
+    use crate::backend::static_checks::{StaticCheckOptions, StaticChecked};
+    let options =
+        StaticCheckOptions { prelude: root().join("kernels/host/prelude.h"), cache_dir: root().join("target/kernel-cache"), warp_size: 32 };
+    let checked = StaticChecked::new(Box::new(backend_with(2)), options).expect("static checks");
+    assert!(checked.toolchain().contains("static offset checks by "), "{}", checked.toolchain());
+    for (file, kernel, findings) in [("offsets.hip", "narrowed_copy", 2), ("offsets_wide.hip", "wide_copy", 0)] {
+        let display_path = format!("src/backend/host/test_kernels/{file}");
+        let source =
+            KernelSource { path: root().join(&display_path), display_path, kernels: vec![kernel.to_string()], include_dirs: vec![] };
+        checked.build_module(&source).unwrap();
+        let m = checked.load_module(&source).unwrap();
+        let x = tensor(&checked, DType::F32, &[1.0f32; 64]);
+        let y = tensor(&checked, DType::F32, &[0.0f32; 64]);
+        let report = m.launch(kernel, dims(2, 32), Schedule::default(), &[ptr(&x), ptr(&y), KernelArg::I32(32)]).unwrap();
+        assert_eq!(read::<f32>(&y), vec![1.0f32; 64], "{kernel}");
+        // the host module's own finding and the wrapper's
+        let narrow: Vec<_> = report.findings.iter().filter(|f| f.kind == MemoryFindingKind::NarrowOffset).collect();
+        assert_eq!(narrow.len(), findings, "{kernel}: {narrow:#?}");
+        for f in narrow {
+            assert!(f.message.starts_with("src/backend/host/test_kernels/offsets.hip:4: "), "{f:#?}");
+        }
+    }
+}

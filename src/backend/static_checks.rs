@@ -1,0 +1,136 @@
+//! The host build's static checks of offsets (32-bit products widened late, 64-bit values
+//! narrowed to 32 bits) for a GPU backend's kernels. They read the kernel source, not the
+//! device: the same source is built for the host with the host prelude (cached as every host
+//! build is), and its findings ride on every launch of the GPU module, so a GPU run fails an
+//! offset that wraps past 2^31 elements as the host run does, without a case that large.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::EngineError;
+use crate::backend::host::HostCompiler;
+use crate::backend::{
+    Backend, DeviceBuffer, GemmBf16, KernelArg, KernelSource, LaunchDims, LaunchReport, MemoryFinding, MemoryFindingKind, Module,
+    ResourceUsage, Schedule, WatchedTensor,
+};
+
+/// The finding a launch carries for a source whose build had static findings: the first,
+/// and how many more.
+pub fn narrow_offset_finding(lint: &[String]) -> Option<MemoryFinding> {
+    let first = lint.first()?;
+    let more = match lint.len() - 1 {
+        0 => String::new(),
+        n => format!(" (and {n} more such offsets)"),
+    };
+    Some(MemoryFinding {
+        kind: MemoryFindingKind::NarrowOffset,
+        subject: "kernel".into(),
+        count: lint.len() as u64,
+        message: format!("{first}{more}"),
+    })
+}
+
+/// Where and how the host build runs for the checks.
+#[derive(Clone, Debug)]
+pub struct StaticCheckOptions {
+    /// `kernels/host/prelude.h` of the run's kernels folder.
+    pub prelude: PathBuf,
+    pub cache_dir: PathBuf,
+    pub warp_size: u32,
+}
+
+/// A GPU backend whose modules carry the host build's static findings.
+pub struct StaticChecked {
+    inner: Box<dyn Backend>,
+    compiler: HostCompiler,
+    options: StaticCheckOptions,
+}
+
+impl StaticChecked {
+    /// Fails when no host C++ compiler runs or the host prelude is missing: a GPU run then
+    /// says so at its start rather than skip the checks quietly.
+    pub fn new(inner: Box<dyn Backend>, options: StaticCheckOptions) -> Result<StaticChecked, EngineError> {
+        if !options.prelude.is_file() {
+            return Err(EngineError::ReadSource {
+                path: options.prelude.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "host prelude not found (the static checks build with it)"),
+            });
+        }
+        let compiler = HostCompiler::discover()?;
+        Ok(StaticChecked { inner, compiler, options })
+    }
+
+    fn lint(&self, source: &KernelSource) -> Result<Vec<String>, EngineError> {
+        let built = self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size)?;
+        Ok(built.lint)
+    }
+}
+
+impl Backend for StaticChecked {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn arch(&self) -> String {
+        self.inner.arch()
+    }
+
+    fn toolchain(&self) -> String {
+        format!("{}; static offset checks by {}", self.inner.toolchain(), self.compiler.identity)
+    }
+
+    fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
+        self.inner.allocate(bytes)
+    }
+
+    fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
+        let lint = self.lint(source)?;
+        let inner = self.inner.load_module(source)?;
+        Ok(Arc::new(CheckedModule { inner, finding: narrow_offset_finding(&lint) }))
+    }
+
+    fn build_module(&self, source: &KernelSource) -> Result<(), EngineError> {
+        self.lint(source)?;
+        self.inner.build_module(source)
+    }
+
+    fn has_live_limits(&self) -> bool {
+        self.inner.has_live_limits()
+    }
+
+    fn device_lost(&self) -> Option<String> {
+        self.inner.device_lost()
+    }
+
+    fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
+        self.inner.gemm_bf16(request)
+    }
+}
+
+struct CheckedModule {
+    inner: Arc<dyn Module>,
+    finding: Option<MemoryFinding>,
+}
+
+impl Module for CheckedModule {
+    fn source(&self) -> &KernelSource {
+        self.inner.source()
+    }
+
+    fn launch_watched(
+        &self,
+        kernel: &str,
+        dims: LaunchDims,
+        schedule: Schedule,
+        args: &[KernelArg],
+        tensors: &[WatchedTensor],
+    ) -> Result<LaunchReport, EngineError> {
+        let mut report = self.inner.launch_watched(kernel, dims, schedule, args, tensors)?;
+        report.findings.extend(self.finding.clone());
+        Ok(report)
+    }
+
+    fn resource_usage(&self, kernel: &str) -> Option<Result<ResourceUsage, EngineError>> {
+        self.inner.resource_usage(kernel)
+    }
+}
