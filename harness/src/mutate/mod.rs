@@ -46,8 +46,15 @@ pub struct Equivalent {
     /// Which of several identical changes on the line (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub occurrence: Option<usize>,
+    /// The backends it holds for (`host`, `cuda`, `hip`; default every one): a survivor only
+    /// a GPU run leaves, because only the host checks accesses, is listed for the GPU ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backends: Vec<String>,
     pub reason: String,
 }
+
+/// The backends an entry of mutants.toml may name.
+pub const BACKENDS: &[&str] = &["host", "cuda", "hip"];
 
 impl Equivalent {
     pub fn matches(&self, m: &Mutant) -> bool {
@@ -100,8 +107,20 @@ impl Config {
             if e.reason.trim().is_empty() || e.reason.contains('\n') {
                 return Err(error(format!("key `{table}[{i}].reason`: give one line saying why")));
             }
+            if let Some(b) = e.backends.iter().find(|b| !BACKENDS.contains(&b.as_str())) {
+                return Err(error(format!("key `{table}[{i}].backends`: `{b}` is no backend (known: {})", BACKENDS.join(", "))));
+            }
         }
         Ok(config)
+    }
+
+    /// The entries that hold for a run on `backend`: the others neither explain its
+    /// survivors nor count as stale or killed there.
+    pub fn for_backend(mut self, backend: &str) -> Config {
+        let holds = |e: &Equivalent| e.backends.is_empty() || e.backends.iter().any(|b| b == backend);
+        self.equivalent.retain(holds);
+        self.known_gap.retain(holds);
+        self
     }
 }
 
@@ -579,6 +598,7 @@ mod tests {
             original: killed.mutant.original.clone(),
             replacement: killed.mutant.replacement.clone(),
             occurrence: None,
+            backends: vec![],
             reason: "no case reaches it".into(),
         };
         let config = Config { floor: 0.5, equivalent: vec![], known_gap: vec![entry] };
@@ -597,6 +617,15 @@ mod tests {
         assert!(e.contains("mutants.toml") && e.contains("flor"), "{e}");
         let e = Config::parse("floor = 2.0\n", "mutants.toml").unwrap_err().to_string();
         assert!(e.contains("floor"), "{e}");
+        let entry = "file = \"kernels/a.hip\"\nline = 3\noperator = \"guard\"\noriginal = \"x\"\nreplacement = \"\"\nreason = \"y\"\n";
+        let e =
+            Config::parse(&format!("floor = 0.9\n[[known_gap]]\n{entry}backends = [\"cpu\"]\n"), "mutants.toml").unwrap_err().to_string();
+        assert!(e.contains("known_gap[0].backends") && e.contains("`cpu` is no backend"), "{e}");
+        let config =
+            Config::parse(&format!("floor = 0.9\n[[known_gap]]\n{entry}backends = [\"cuda\", \"hip\"]\n[[known_gap]]\n{entry}"), "m")
+                .unwrap();
+        assert_eq!(config.clone().for_backend("host").known_gap.len(), 1);
+        assert_eq!(config.for_backend("cuda").known_gap.len(), 2);
     }
 
     #[test]
