@@ -71,6 +71,10 @@ pub struct KernelMetadata {
     pub kernarg_segment_size: Option<u32>,
     /// A dynamically sized stack: scratch is then unbounded, whatever the fixed size says.
     pub uses_dynamic_stack: Option<bool>,
+    /// The bytes of each argument the source declares, in order (`.args` less the hidden
+    /// arguments the compiler appends, whose `.value_kind` starts with `hidden_`); `None`
+    /// when the note has no `.args`.
+    pub explicit_arg_sizes: Option<Vec<u32>>,
 }
 
 /// The whole note.
@@ -254,10 +258,29 @@ pub fn decode_metadata(value: &Value, file: &str) -> Result<CodeObjectMetadata, 
                 None => None,
                 Some(v) => Some(v.as_bool().ok_or_else(|| fields.bad(".uses_dynamic_stack", format!("is a {}, not a bool", v.kind())))?),
             },
+            explicit_arg_sizes: explicit_arg_sizes(&fields, kernel)?,
             name,
         });
     }
     Ok(CodeObjectMetadata { target, version, kernels })
+}
+
+/// `.args`: the sizes of the arguments that are not `hidden_*`.
+fn explicit_arg_sizes(fields: &Fields, kernel: &Value) -> Result<Option<Vec<u32>>, MetadataError> {
+    let Some(args) = kernel.get(".args") else { return Ok(None) };
+    let args = args.as_array().ok_or_else(|| fields.bad(".args", format!("is a {}, not an array", args.kind())))?;
+    let mut sizes = Vec::with_capacity(args.len());
+    for (i, arg) in args.iter().enumerate() {
+        let key = format!(".args[{i}]");
+        if !matches!(arg, Value::Map(_)) {
+            return Err(fields.bad(&key, format!("is a {}, not a map", arg.kind())));
+        }
+        let kind = fields.str(arg, ".value_kind")?;
+        if !kind.starts_with("hidden_") {
+            sizes.push(fields.u32(arg, ".size")?);
+        }
+    }
+    Ok(Some(sizes))
 }
 
 struct Fields<'a> {

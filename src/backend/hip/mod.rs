@@ -273,6 +273,9 @@ impl DeviceBuffer for HipBuffer {
 struct Kernel {
     function: hipFunction_t,
     max_threads: u32,
+    /// The bytes of each declared argument, from the code object's note: HIP copies each
+    /// parameter's size from it, so a launch that passes other sizes is refused first.
+    params: Vec<u32>,
 }
 
 unsafe impl Send for Kernel {}
@@ -316,7 +319,14 @@ impl HipModule {
         for name in &source.kernels {
             let function = module.function(name)?;
             let max_threads = runtime.function_attribute(function, HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32;
-            kernels.insert(name.clone(), Kernel { function, max_threads });
+            // a kernel the note does not describe, or without `.args`, cannot be checked: refused
+            let params =
+                code_object.metadata.kernel(name).and_then(|k| k.explicit_arg_sizes.clone()).ok_or_else(|| EngineError::MissingSymbol {
+                    library: format!("{} ({} code object's NT_AMDGPU_METADATA)", source.display_path, code_object.arch),
+                    symbol: format!("{name} .args"),
+                    hint: " (the note must list the kernel's arguments, so that a launch's can be checked against them)".into(),
+                })?;
+            kernels.insert(name.clone(), Kernel { function, max_threads, params });
         }
         Ok(HipModule { source: source.clone(), code_object, kernels, stream: stream.clone(), runtime: runtime.clone(), _module: module })
     }
@@ -388,7 +398,7 @@ impl Module for HipModule {
 
     /// Launches on the backend's stream and waits for the device. `Schedule` is a host-only
     /// hint. Parameters go one 8-byte slot each; HIP copies each one's size from the code
-    /// object's own argument list.
+    /// object's own argument list, which the arguments' sizes are checked against first.
     fn launch_watched(
         &self,
         kernel: &str,
@@ -399,6 +409,16 @@ impl Module for HipModule {
     ) -> Result<LaunchReport, EngineError> {
         let bad = |reason: String| EngineError::BadLaunch { kernel: kernel.to_string(), reason };
         let k = self.kernel(kernel)?;
+        let given_sizes: Vec<u32> = args.iter().map(|a| a.size()).collect();
+        if given_sizes != k.params {
+            return Err(EngineError::ArgumentMismatch {
+                kernel: kernel.to_string(),
+                expected: k.params.len(),
+                expected_sizes: k.params.clone(),
+                given: given_sizes.len(),
+                given_sizes,
+            });
+        }
         if dims.grid.contains(&0) || dims.block.contains(&0) {
             return Err(bad(format!("grid {:?} and block {:?} must have no zero dimension", dims.grid, dims.block)));
         }

@@ -197,9 +197,18 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
             "{text}"
         );
 
-        // a launch reaches hipModuleLaunchKernel with the dimensions asked for
+        // the note's arguments: table, table_kind, ids, n, k, out, out_kind (hidden ones left out)
+        assert_eq!(note.explicit_arg_sizes.as_deref(), Some(&[8, 4, 8, 4, 4, 8, 4][..]));
+        // a launch whose arguments the kernel does not declare is refused before HIP reads them
         let dims = LaunchDims { grid: [3, 2, 1], block: [128, 1, 1], dynamic_shared: 16 };
-        let args = [KernelArg::Pointer(buffer.device_address()), KernelArg::I32(1)];
+        let p = KernelArg::Pointer(buffer.device_address());
+        let short = module.launch("tf_embed_dense", dims, Schedule::default(), &[p, KernelArg::I32(1)]).unwrap_err().to_string();
+        assert!(short.contains("takes 7 parameters ([8, 4, 8, 4, 4, 8, 4] bytes) but the launcher passes 2"), "{short}");
+        let wide = [p, KernelArg::I32(1), p, KernelArg::I32(1), KernelArg::I64(64), p, KernelArg::I32(0)];
+        let text = module.launch("tf_embed_dense", dims, Schedule::default(), &wide).unwrap_err().to_string();
+        assert!(text.contains("passes 7 ([8, 4, 8, 4, 8, 8, 4] bytes)"), "{text}");
+        // a launch reaches hipModuleLaunchKernel with the dimensions asked for
+        let args = [p, KernelArg::I32(1), p, KernelArg::I32(1), KernelArg::I32(64), p, KernelArg::I32(0)];
         module.launch("tf_embed_dense", dims, Schedule::default(), &args).unwrap();
         assert_eq!(fake.last_dims(), [3, 2, 1, 128, 1, 1, 16]);
         let refused = module.launch("tf_embed_dense", LaunchDims { block: [2048, 1, 1], ..dims }, Schedule::default(), &args).unwrap_err();
