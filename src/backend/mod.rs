@@ -77,6 +77,23 @@ impl KernelArg {
     }
 }
 
+/// The launch's arguments against the sizes the kernel declares (a cubin's parameter table,
+/// a code object's `.args`): a GPU runtime copies each parameter's size from its own list,
+/// so a launcher that passes other sizes would hand the kernel garbage.
+pub fn check_argument_sizes(kernel: &str, expected: &[u32], args: &[KernelArg]) -> Result<(), EngineError> {
+    let given_sizes: Vec<u32> = args.iter().map(|a| a.size()).collect();
+    if given_sizes == expected {
+        return Ok(());
+    }
+    Err(EngineError::ArgumentMismatch {
+        kernel: kernel.to_string(),
+        expected: expected.len(),
+        expected_sizes: expected.to_vec(),
+        given: given_sizes.len(),
+        given_sizes,
+    })
+}
+
 /// In which order a launch's blocks are handed out (host backend; GPUs schedule their own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BlockOrder {

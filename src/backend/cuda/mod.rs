@@ -446,16 +446,7 @@ impl Module for CudaModule {
     ) -> Result<LaunchReport, EngineError> {
         let bad = |reason: String| EngineError::BadLaunch { kernel: kernel.to_string(), reason };
         let k = self.kernel(kernel)?;
-        let given_sizes: Vec<u32> = args.iter().map(|a| a.size()).collect();
-        if given_sizes != k.params {
-            return Err(EngineError::ArgumentMismatch {
-                kernel: kernel.to_string(),
-                expected: k.params.len(),
-                expected_sizes: k.params.clone(),
-                given: given_sizes.len(),
-                given_sizes,
-            });
-        }
+        crate::backend::check_argument_sizes(kernel, &k.params, args)?;
         if dims.grid.contains(&0) || dims.block.contains(&0) {
             return Err(bad(format!("grid {:?} and block {:?} must have no zero dimension", dims.grid, dims.block)));
         }
