@@ -31,6 +31,34 @@ const FORMAT: &str = "kernel-contracts kernel-cache manifest 1";
 /// switch and back, a second checkout of the repository).
 const ENTRIES_KEPT: usize = 8;
 
+/// What a runtime compiler (NVRTC, hiprtc) reads for `source` with `prelude` included
+/// first. Neither has a dependency output nor an include callback, so the host C++
+/// preprocessor runs over the source as they see it: the same include folders and prelude,
+/// their predefined macros (`defines`), no system folders (they have none). A header it
+/// cannot find (`-MG`) is one of the compiler's builtin headers, which come with its
+/// identity: it is recorded as absent from every folder it could be found in. `None` when no
+/// host compiler runs or the preprocessor fails: the artifact is then used but not kept.
+pub fn runtime_compiler_reads(source: &KernelSource, prelude: &Path, defines: &[String]) -> Option<Reads> {
+    static PREPROCESSOR: OnceLock<Option<String>> = OnceLock::new();
+    let program = PREPROCESSOR.get_or_init(|| crate::backend::host::HostCompiler::discover().ok().map(|c| c.program)).as_ref()?;
+    let mut command = Command::new(program);
+    command.args(["-x", "c++", "-std=c++17", "-undef", "-nostdinc", "-ffreestanding"]);
+    command.args(defines);
+    for dir in &source.include_dirs {
+        command.arg("-I").arg(dir);
+    }
+    command.arg("-include").arg(prelude).arg(&source.path);
+    command.args(["-M", "-MG", "-MT", DEPFILE_TARGET]);
+    let out = command.stdin(Stdio::null()).stderr(Stdio::null()).output().ok().filter(|o| o.status.success())?;
+    let (found, missing): (Vec<PathBuf>, Vec<PathBuf>) =
+        depfile_paths(&String::from_utf8_lossy(&out.stdout)).into_iter().map(PathBuf::from).partition(|p| p.is_absolute());
+    let mut folders: Vec<PathBuf> = source.path.parent().into_iter().map(Path::to_path_buf).collect();
+    folders.extend(source.include_dirs.iter().cloned());
+    folders.extend(found.iter().filter_map(|f| f.parent().map(Path::to_path_buf)));
+    let absent = missing.iter().flat_map(|name| folders.iter().map(move |folder| folder.join(name))).collect();
+    Some(Reads { files: found, absent })
+}
+
 /// The dependency target name builds ask for (`-MT`): the depfile's first word, then `:`.
 pub const DEPFILE_TARGET: &str = "kernel-contracts-build";
 

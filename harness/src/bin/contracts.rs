@@ -235,7 +235,14 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
             CudaOptions { prelude: kernels.join("cuda/prelude.h"), cache_dir: Some(cache_dir(flags, root)), ..CudaOptions::for_root(root) };
         CudaBackend::probe(options)
     };
-    let hip = || HipBackend::probe(HipOptions { prelude: kernels.join("hip/hiprtc_prelude.h"), ..HipOptions::for_root(root) });
+    let hip = || {
+        let options = HipOptions {
+            prelude: kernels.join("hip/hiprtc_prelude.h"),
+            cache_dir: Some(cache_dir(flags, root)),
+            ..HipOptions::for_root(root)
+        };
+        HipBackend::probe(options)
+    };
     // a GPU backend's kernels get the host build's static offset checks too, unless asked not to
     let checked = |gpu: Box<dyn Backend>| -> Result<Box<dyn Backend>> {
         if flags.no_static_checks {

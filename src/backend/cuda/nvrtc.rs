@@ -6,7 +6,6 @@
 use std::ffi::{CString, c_char, c_int};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 
 use super::cubin::{self, CubinInfo, PtxasFunction};
@@ -384,34 +383,18 @@ impl CudaCompiler {
         Ok((compiled.cubin, compiled.log))
     }
 
-    /// What NVRTC reads for `source`. NVRTC has neither a dependency output nor an include
-    /// callback, so the host C++ preprocessor runs over the source as NVRTC sees it: the same
-    /// include folders and prelude, NVRTC's predefined macros, no system folders (NVRTC has
-    /// none). A header it cannot find (`-MG`) is one of NVRTC's builtin headers, which come
-    /// with NVRTC's identity: it is recorded as absent from every folder it could be found in.
+    /// What NVRTC reads for `source`: the host preprocessor over the source as NVRTC sees
+    /// it, with NVRTC's predefined macros ([`cache::runtime_compiler_reads`]).
     fn reads(&self, source: &KernelSource, arch: &str) -> Option<Reads> {
-        static PREPROCESSOR: OnceLock<Option<String>> = OnceLock::new();
-        let program = PREPROCESSOR.get_or_init(|| crate::backend::host::HostCompiler::discover().ok().map(|c| c.program)).as_ref()?;
         let digits: String = arch.strip_prefix("sm_")?.chars().take_while(char::is_ascii_digit).collect();
-        let mut command = Command::new(program);
-        command.args(["-x", "c++", "-std=c++17", "-undef", "-nostdinc", "-ffreestanding"]);
-        command.args(["-D__CUDACC__", "-D__CUDACC_RTC__"]);
-        command.arg(format!("-D__CUDA_ARCH__={digits}0"));
-        command.arg(format!("-D__CUDACC_VER_MAJOR__={}", self.nvrtc.version.0));
-        command.arg(format!("-D__CUDACC_VER_MINOR__={}", self.nvrtc.version.1));
-        for dir in &source.include_dirs {
-            command.arg("-I").arg(dir);
-        }
-        command.arg("-include").arg(&self.prelude).arg(&source.path);
-        command.args(["-M", "-MG", "-MT", cache::DEPFILE_TARGET]);
-        let out = command.stdin(Stdio::null()).stderr(Stdio::null()).output().ok().filter(|o| o.status.success())?;
-        let (found, missing): (Vec<PathBuf>, Vec<PathBuf>) =
-            cache::depfile_paths(&String::from_utf8_lossy(&out.stdout)).into_iter().map(PathBuf::from).partition(|p| p.is_absolute());
-        let mut folders: Vec<PathBuf> = source.path.parent().into_iter().map(Path::to_path_buf).collect();
-        folders.extend(source.include_dirs.iter().cloned());
-        folders.extend(found.iter().filter_map(|f| f.parent().map(Path::to_path_buf)));
-        let absent = missing.iter().flat_map(|name| folders.iter().map(move |folder| folder.join(name))).collect();
-        Some(Reads { files: found, absent })
+        let defines = [
+            "-D__CUDACC__".to_string(),
+            "-D__CUDACC_RTC__".to_string(),
+            format!("-D__CUDA_ARCH__={digits}0"),
+            format!("-D__CUDACC_VER_MAJOR__={}", self.nvrtc.version.0),
+            format!("-D__CUDACC_VER_MINOR__={}", self.nvrtc.version.1),
+        ];
+        cache::runtime_compiler_reads(source, &self.prelude, &defines)
     }
 }
 

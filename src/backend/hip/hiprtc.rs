@@ -1,7 +1,8 @@
 //! hiprtc, layers (b) and (c): discovery (libhiprtc.so / .so.7 / .so.6, else the hiprtc*
 //! symbols inside libamdhip64 as ROCm 5.x ships them), one wrapper per call with hiprtc's
 //! own name for the result, a program that is destroyed on drop, and the compiler that turns
-//! a kernel source into a code object for the device's `gcnArchName`.
+//! a kernel source into a code object for the device's `gcnArchName` (cached on disk as the
+//! cubins are, by what the compile read, `crate::backend::cache`).
 
 use std::ffi::{CString, c_char, c_int};
 use std::fs;
@@ -11,8 +12,10 @@ use super::sys::*;
 use crate::EngineError;
 use crate::amdgpu::CodeObjectMetadata;
 use crate::backend::KernelSource;
+use crate::backend::cache::{self, BuildDir, CacheKey, KernelCache, Staged};
 
-/// Sonames tried in order before falling back to libamdhip64 (notes 4.4).
+/// Sonames tried in order (the dev symlink, ROCm 7, ROCm 6) before falling back to the
+/// hiprtc* symbols inside libamdhip64, where ROCm 5.x ships them.
 pub const LIBHIPRTC: &[&str] = &["libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6"];
 
 /// What is tried: `KERNEL_CONTRACTS_LIBHIPRTC` alone when set, else [`LIBHIPRTC`], then
@@ -206,12 +209,14 @@ pub struct HipCompiler {
     hiprtc: Hiprtc,
     prelude: PathBuf,
     prelude_text: String,
+    /// Where code objects are cached; none: every load compiles.
+    cache_dir: Option<PathBuf>,
 }
 
 impl HipCompiler {
-    pub fn new(hiprtc: Hiprtc, prelude: &Path) -> Result<HipCompiler, EngineError> {
+    pub fn new(hiprtc: Hiprtc, prelude: &Path, cache_dir: Option<PathBuf>) -> Result<HipCompiler, EngineError> {
         let prelude_text = fs::read_to_string(prelude).map_err(|e| EngineError::ReadSource { path: prelude.to_path_buf(), source: e })?;
-        Ok(HipCompiler { hiprtc, prelude: prelude.to_path_buf(), prelude_text })
+        Ok(HipCompiler { hiprtc, prelude: prelude.to_path_buf(), prelude_text, cache_dir })
     }
 
     pub fn hiprtc(&self) -> &Hiprtc {
@@ -241,10 +246,11 @@ impl HipCompiler {
     /// The code object of `source` for `arch`, its note read with the static path's reader;
     /// every kernel the source lists must be in it, as wave32.
     pub fn compile(&self, source: &KernelSource, arch: &str) -> Result<HipCodeObject, EngineError> {
-        let text = fs::read_to_string(&source.path).map_err(|e| EngineError::ReadSource { path: source.path.clone(), source: e })?;
-        let headers = vec![(PRELUDE_NAME.to_string(), self.prelude_text.clone())];
-        let (image, log) =
-            self.hiprtc.compile(&source.display_path, &Self::program_text(source, &text), &headers, &self.options(source, arch))?;
+        let options = self.options(source, arch);
+        let (image, log) = match &self.cache_dir {
+            Some(dir) => self.compile_cached(source, arch, &options, dir)?,
+            None => self.compile_bytes(source, &read(source)?, &options)?,
+        };
         let file = format!("{} (hiprtc code object for {arch})", source.display_path);
         let metadata = crate::amdgpu::read_metadata(&image, &file)?;
         let compiled = crate::amdgpu::metadata::target_arch(&metadata.target).to_string();
@@ -262,4 +268,46 @@ impl HipCompiler {
         }
         Ok(HipCodeObject { arch: arch.to_string(), image, log, metadata, compiler: self.hiprtc.identity() })
     }
+
+    fn compile_bytes(&self, source: &KernelSource, bytes: &[u8], options: &[String]) -> Result<(Vec<u8>, String), EngineError> {
+        let text = std::str::from_utf8(bytes).map_err(|_| EngineError::Compile {
+            path: source.display_path.clone(),
+            compiler: self.hiprtc.identity(),
+            log: "the source is not UTF-8".into(),
+        })?;
+        let headers = vec![(PRELUDE_NAME.to_string(), self.prelude_text.clone())];
+        self.hiprtc.compile(&source.display_path, &Self::program_text(source, text), &headers, options)
+    }
+
+    /// The code object and log from the cache when every file the last compile read, the code
+    /// object and its log still hash as recorded; else compiled and recorded.
+    fn compile_cached(&self, source: &KernelSource, arch: &str, options: &[String], dir: &Path) -> Result<(Vec<u8>, String), EngineError> {
+        let identity = self.hiprtc.identity();
+        // include folders are in the key already, relative to the repository
+        let mut parts = vec![identity.as_str()];
+        parts.extend(options.iter().map(String::as_str).filter(|o| !o.starts_with("-I")));
+        let key = |bytes: &[u8]| CacheKey::new(source, bytes, self.prelude_text.as_bytes(), &parts, arch);
+        let cache = KernelCache::new(dir);
+        if let Some(found) = cache.lookup(&key(&read(source)?), 2) {
+            return Ok((found[0].bytes.clone(), String::from_utf8_lossy(&found[1].bytes).into_owned()));
+        }
+        let work = BuildDir::new(dir, &format!("hiprtc-{arch}"))?;
+        let bytes = read(source)?;
+        let key = key(&bytes);
+        let (image, log) = self.compile_bytes(source, &bytes, options)?;
+        // hiprtc's predefined macros, as the device compile sees them
+        let defines =
+            ["-D__HIP__".to_string(), "-D__HIPCC_RTC__".to_string(), "-D__HIP_DEVICE_COMPILE__=1".to_string(), "-D__AMDGCN__".to_string()];
+        // without the list of what hiprtc read, the code object is used but not kept
+        if let Some(reads) = cache::runtime_compiler_reads(source, &self.prelude, &defines) {
+            let recorded = cache::record(&key, &reads, &cache::user_dirs(source), &[], &work);
+            let artifacts = vec![("hsaco", Staged::Bytes(image.clone())), ("log", Staged::Bytes(log.clone().into_bytes()))];
+            cache.store(&key, recorded, artifacts)?;
+        }
+        Ok((image, log))
+    }
+}
+
+fn read(source: &KernelSource) -> Result<Vec<u8>, EngineError> {
+    fs::read(&source.path).map_err(|e| EngineError::ReadSource { path: source.path.clone(), source: e })
 }

@@ -43,6 +43,9 @@ pub struct HipOptions {
     pub hiprtc_library: Option<String>,
     /// rocBLAS (`KERNEL_CONTRACTS_LIBROCBLAS`); default: `rocblas::LIBROCBLAS`.
     pub rocblas_library: Option<String>,
+    /// Where hiprtc's code objects are cached (the run's kernel cache); none: every load
+    /// compiles.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl HipOptions {
@@ -54,6 +57,7 @@ impl HipOptions {
             runtime_library: var("KERNEL_CONTRACTS_LIBAMDHIP64"),
             hiprtc_library: var("KERNEL_CONTRACTS_LIBHIPRTC"),
             rocblas_library: var("KERNEL_CONTRACTS_LIBROCBLAS"),
+            cache_dir: None,
         }
     }
 }
@@ -110,7 +114,7 @@ impl HipBackend {
         }
         let stream = Arc::new(Stream::create(&runtime)?);
         let hiprtc = Hiprtc::discover(&hiprtc::candidates(options.hiprtc_library.as_deref(), runtime.library()))?;
-        let compiler = HipCompiler::new(hiprtc, &options.prelude)?;
+        let compiler = HipCompiler::new(hiprtc, &options.prelude, options.cache_dir.clone())?;
         Ok(HipBackend {
             options,
             runtime,
@@ -291,7 +295,9 @@ pub struct HipModule {
     _module: LoadedModule,
 }
 
-/// hipFuncGetAttribute's figures of one kernel (notes 1.4: a view of the metadata note).
+/// hipFuncGetAttribute's figures of one kernel. ROCm's runtime (clr) answers them from the
+/// code object's metadata note: MAX_THREADS_PER_BLOCK is `.max_flat_workgroup_size`,
+/// SHARED_SIZE_BYTES `.group_segment_fixed_size` (static LDS only), so they must agree with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveUsage {
     pub threads: u32,

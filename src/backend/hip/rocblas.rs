@@ -10,7 +10,8 @@ use super::runtime::{DeviceMemory, Runtime, Stream};
 use super::sys::*;
 use crate::EngineError;
 
-/// Sonames tried in order (notes 4.4): dev symlink, ROCm 7, ROCm 6, Debian's 5.x packaging.
+/// Sonames tried in order: the dev symlink, `.so.5` (ROCm 7), `.so.4` (ROCm 6), `.so.0`
+/// (Debian's packaging of ROCm 5.x).
 pub const LIBROCBLAS: &[&str] = &["librocblas.so", "librocblas.so.5", "librocblas.so.4", "librocblas.so.0"];
 
 /// `KERNEL_CONTRACTS_LIBROCBLAS` alone when set, else [`LIBROCBLAS`].

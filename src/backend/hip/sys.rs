@@ -33,9 +33,9 @@ pub const ROCBLAS_STATUS_SUCCESS: rocblas_status = 0;
 
 /// `sizeof(hipDeviceProp_tR0600)` (ROCm ≥ 6).
 pub const DEVICE_PROP_R0600_SIZE: usize = 1472;
-/// `char gcnArchName[256]` in `hipDeviceProp_tR0600`: offset 1160. Sources: the notes (4.1,
-/// measured by compiling the real header) and tinygrad's ctypes autogen of
-/// hip_runtime_api.h (`field(1160, Array(c_char, 256))`, SIZE = 1472).
+/// `char gcnArchName[256]` in `hipDeviceProp_tR0600`: offset 1160, measured by compiling
+/// ROCm's hip_runtime_api.h (`offsetof`), and so in tinygrad's ctypes autogen of that header
+/// (`field(1160, Array(c_char, 256))`, SIZE = 1472).
 pub const DEVICE_PROP_R0600_GCN_ARCH_NAME: usize = 1160;
 /// `char name[256]` at offset 0.
 pub const DEVICE_PROP_R0600_NAME: usize = 0;

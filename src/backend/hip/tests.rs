@@ -281,6 +281,39 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         assert_eq!(full.i32("fake_atomics_mode"), 0);
     }
     assert_eq!(fake.i32("fake_live"), 0);
+
+    // code objects are cached on disk: once hiprtc can no longer compile (the fake has no code
+    // object to return), a backend with the cache still loads the module, one without it
+    // fails, and a damaged cached code object is never used (its rebuild then fails too)
+    {
+        let cache = dir.path().join("kernel-cache");
+        let cached = HipOptions { cache_dir: Some(cache.clone()), ..options(&hip, None) };
+        let s = source("kernels/tf_embed_dense.hip", &["tf_embed_dense"]);
+        HipBackend::probe(cached.clone()).unwrap().load_module(&s).unwrap();
+        unsafe { std::env::remove_var("FAKE_HIPRTC_CODE_OBJECT") };
+        let uncached = HipBackend::probe(options(&hip, None)).unwrap().load_module(&s).err().expect("hiprtc cannot compile now");
+        assert!(uncached.to_string().contains("HIPRTC_ERROR_INTERNAL_ERROR"), "{uncached}");
+        HipBackend::probe(cached.clone()).unwrap().load_module(&s).unwrap();
+        let hsaco: Vec<PathBuf> = std::fs::read_dir(&cache)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "hsaco"))
+            .collect();
+        assert_eq!(hsaco.len(), 1, "{hsaco:?}");
+        let whole = std::fs::read(&hsaco[0]).unwrap();
+        for (damage, bytes) in crate::backend::cache::test_repo::damages(&whole) {
+            crate::backend::cache::test_repo::replace(&hsaco[0], &bytes);
+            let error = HipBackend::probe(cached.clone()).unwrap().load_module(&s).err();
+            assert!(
+                error.is_some_and(|e| e.to_string().contains("HIPRTC_ERROR_INTERNAL_ERROR")),
+                "{damage}: the damaged code object was used"
+            );
+            crate::backend::cache::test_repo::replace(&hsaco[0], &whole);
+        }
+        unsafe { std::env::set_var("FAKE_HIPRTC_CODE_OBJECT", &code_object) };
+    }
+    assert_eq!(fake.i32("fake_live"), 0);
 }
 
 #[test]
