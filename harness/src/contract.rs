@@ -168,6 +168,28 @@ struct RawContract {
     limits: BTreeMap<String, Spanned<toml::Table>>,
     timeout_seconds: Option<Spanned<i64>>,
     nonfinite: Option<Spanned<RawNonfinite>>,
+    /// An op of its own, as data: how its kernel launches, and its tensors.
+    kernel: Option<Spanned<RawKernel>>,
+    tensors: Option<Spanned<BTreeMap<String, Spanned<RawTensor>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKernel {
+    source: Spanned<String>,
+    symbol: Spanned<String>,
+    args: Spanned<Vec<Spanned<String>>>,
+    grid: Spanned<Vec<Spanned<toml::Value>>>,
+    block: Spanned<Vec<Spanned<toml::Value>>>,
+    shared: Option<Spanned<toml::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTensor {
+    role: Spanned<String>,
+    dtypes: Spanned<Vec<Spanned<String>>>,
+    shape: Spanned<String>,
 }
 
 #[derive(Deserialize)]
@@ -223,6 +245,125 @@ struct RawFinding {
     matches: Option<Spanned<String>>,
     cases: Option<Spanned<Vec<Spanned<i64>>>>,
     reason: String,
+}
+
+/// The op a contract describes as data: its `[tensors]` (in the file's order) and `[kernel]`,
+/// checked here so every error names its key, then defined for the engine to find.
+fn data_op(
+    source: &Source,
+    raw: &RawContract,
+    kernel: &Spanned<RawKernel>,
+    tensors: &Spanned<BTreeMap<String, Spanned<RawTensor>>>,
+) -> Result<&'static OpSpec, ContractError> {
+    use engine::ops::data::{DataOp, DataTensor, KernelArgSpec, KernelSpec};
+    use engine::shape_expr::Expr;
+    let name = raw.op.get_ref().trim();
+    if !name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(source.error(raw.op.span().start, "op", format!("`{name}` is not an op name (letters, digits and `_`)")));
+    }
+    // the table's keys in the file's order (serde's map is sorted)
+    let mut order: Vec<String> = source
+        .text
+        .parse::<toml_edit::DocumentMut>()
+        .ok()
+        .and_then(|doc| doc.get("tensors").and_then(|t| t.as_table_like()).map(|t| t.iter().map(|(k, _)| k.to_string()).collect()))
+        .unwrap_or_default();
+    order.retain(|k| tensors.get_ref().contains_key(k));
+    for k in tensors.get_ref().keys() {
+        if !order.contains(k) {
+            order.push(k.clone());
+        }
+    }
+    let mut specs = Vec::new();
+    for tensor in &order {
+        let t = &tensors.get_ref()[tensor];
+        let key = |field: &str| format!("tensors.{tensor}.{field}");
+        let role = match t.get_ref().role.get_ref().as_str() {
+            "input" => Role::Input,
+            "output" => Role::Output,
+            other => {
+                return Err(source.error(
+                    t.get_ref().role.span().start,
+                    key("role"),
+                    format!("role `{other}`: a tensor is an `input` or an `output` (an in-out tensor is not supported yet: give the input and the output as two tensors)"),
+                ));
+            }
+        };
+        let mut dtypes = Vec::new();
+        for d in t.get_ref().dtypes.get_ref() {
+            let dtype: DType =
+                d.get_ref().parse().map_err(|e: engine::EngineError| source.error(d.span().start, key("dtypes"), e.to_string()))?;
+            if !dtypes.contains(&dtype) {
+                dtypes.push(dtype);
+            }
+        }
+        if dtypes.is_empty() {
+            return Err(source.error(t.get_ref().dtypes.span().start, key("dtypes"), "name at least one dtype"));
+        }
+        let shape = t.get_ref().shape.get_ref().clone();
+        ShapeExpr::parse(&shape).map_err(|e| source.error(t.get_ref().shape.span().start, key("shape"), e.to_string()))?;
+        specs.push(DataTensor { name: tensor.clone(), role, dtypes, shape });
+    }
+    if !specs.iter().any(|t| t.role == Role::Output) {
+        return Err(source.error(tensors.span().start, "tensors", "an op needs at least one output tensor"));
+    }
+    let k = kernel.get_ref();
+    let file = k.source.get_ref();
+    let path = Path::new(file);
+    if file.is_empty() || path.is_absolute() || path.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+        return Err(source.error(
+            k.source.span().start,
+            "kernel.source",
+            format!("`{file}`: a file in the kernels folder, named from it (no absolute path, no `..`)"),
+        ));
+    }
+    let symbol = k.symbol.get_ref();
+    if !symbol.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        || !symbol.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(source.error(k.symbol.span().start, "kernel.symbol", format!("`{symbol}` is not an `extern \"C\"` kernel name")));
+    }
+    let mut args = Vec::new();
+    for (i, a) in k.args.get_ref().iter().enumerate() {
+        let akey = format!("kernel.args[{i}]");
+        let arg = KernelArgSpec::parse(a.get_ref()).map_err(|e| source.error(a.span().start, &akey, e))?;
+        if let Some(t) = arg.tensor().filter(|t| !specs.iter().any(|s| s.name == *t)) {
+            let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+            return Err(source.error(a.span().start, &akey, format!("no tensor `{t}` in [tensors] (there: {})", names.join(", "))));
+        }
+        args.push(arg);
+    }
+    let expression = |v: &Spanned<toml::Value>, key: &str| -> Result<Expr, ContractError> {
+        let text = match v.get_ref() {
+            toml::Value::Integer(n) => n.to_string(),
+            toml::Value::String(t) => t.clone(),
+            other => return Err(source.error(v.span().start, key, format!("a {}: give a number or a shape expression", other.type_str()))),
+        };
+        Expr::parse(&text).map_err(|e| source.error(v.span().start, key, e.to_string()))
+    };
+    let dims = |list: &Spanned<Vec<Spanned<toml::Value>>>, key: &str| -> Result<Vec<Expr>, ContractError> {
+        if !(1..=3).contains(&list.get_ref().len()) {
+            return Err(source.error(list.span().start, key, "one to three dimensions"));
+        }
+        list.get_ref().iter().enumerate().map(|(i, v)| expression(v, &format!("{key}[{i}]"))).collect()
+    };
+    let spec = KernelSpec {
+        args,
+        grid: dims(&k.grid, "kernel.grid")?,
+        block: dims(&k.block, "kernel.block")?,
+        dynamic_shared: k.shared.as_ref().map(|v| expression(v, "kernel.shared")).transpose()?,
+    };
+    let op = DataOp {
+        name: name.to_string(),
+        about: raw.about.clone(),
+        source: file.clone(),
+        symbol: symbol.clone(),
+        tensors: specs,
+        kernel: spec,
+    };
+    engine::ops::data::define(op).map_err(|e| source.error(kernel.span().start, "kernel", e.to_string()))
 }
 
 /// Line numbers and errors for one file.
@@ -297,6 +438,20 @@ fn read_text(path: &Path, display: &str) -> Result<String, ContractError> {
     })
 }
 
+/// Defines the data ops of every contract in `dir` (those with `[kernel]`), so that `--only`,
+/// controls and mutation targets can name them before the run loads its contracts. A contract
+/// that does not load is left to the run, which reports it.
+pub fn define_data_ops(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    files.sort();
+    for path in files {
+        if std::fs::read_to_string(&path).is_ok_and(|t| t.lines().any(|l| l.trim_start().starts_with("[kernel]"))) {
+            let _ = Contract::load(&path, &path.display().to_string());
+        }
+    }
+}
+
 impl Contract {
     pub fn load(path: &Path, display: &str) -> Result<Contract, ContractError> {
         Contract::parse(display, &read_text(path, display)?)
@@ -307,10 +462,27 @@ impl Contract {
         source.plain_text()?;
         let raw: RawContract = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
 
-        let op = engine::ops::find(raw.op.get_ref()).ok_or_else(|| {
-            let known: Vec<&str> = engine::ops::registry().iter().map(|o| o.name).collect();
-            source.error(raw.op.span().start, "op", format!("unknown op `{}` (the engine has: {})", raw.op.get_ref(), known.join(", ")))
-        })?;
+        let op = match (&raw.kernel, &raw.tensors) {
+            (Some(kernel), Some(tensors)) => data_op(&source, &raw, kernel, tensors)?,
+            (Some(kernel), None) => {
+                return Err(source.error(kernel.span().start, "tensors", "a contract with [kernel] needs [tensors] too"));
+            }
+            (None, Some(tensors)) => {
+                return Err(source.error(tensors.span().start, "kernel", "a contract with [tensors] needs [kernel] too"));
+            }
+            (None, None) => engine::ops::find(raw.op.get_ref()).ok_or_else(|| {
+                let known: Vec<&str> = engine::ops::all().iter().map(|o| o.name).collect();
+                source.error(
+                    raw.op.span().start,
+                    "op",
+                    format!(
+                        "unknown op `{}` (the engine has: {}; an op of your own needs [kernel] and [tensors])",
+                        raw.op.get_ref(),
+                        known.join(", ")
+                    ),
+                )
+            })?,
+        };
         let tensor_names = || op.tensors.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
         let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
 

@@ -23,6 +23,7 @@ pub const TF_SOFTMAX_STATS: OpSpec = OpSpec {
         TensorSpec { name: "tile_sum", role: Role::Output, dtypes: &[DType::F32], shape: "rows, ceil_div(keys, tile)" },
     ],
     launch: launch_softmax_stats,
+    kernel: None,
 };
 
 fn launch_softmax_stats(op: &OpCall) -> Result<LaunchReport, EngineError> {
@@ -51,6 +52,7 @@ pub const TF_SUM_PARTIALS: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: &[DType::F32, DType::F16, DType::Bf16], shape: "rows, d" },
     ],
     launch: launch_sum_partials,
+    kernel: None,
 };
 
 fn launch_sum_partials(op: &OpCall) -> Result<LaunchReport, EngineError> {
@@ -97,6 +99,7 @@ pub const TF_SCORE_KEYS: OpSpec = OpSpec {
         TensorSpec { name: "scores", role: Role::Output, dtypes: &[DType::F32], shape: "rows, keys" },
     ],
     launch: launch_score_keys,
+    kernel: None,
 };
 
 fn launch_score_keys(op: &OpCall) -> Result<LaunchReport, EngineError> {
@@ -135,6 +138,7 @@ pub const TF_APPLY_VALUES: OpSpec = OpSpec {
         TensorSpec { name: "partials", role: Role::Output, dtypes: &[DType::F32], shape: "rows, ceil_div(keys, tile), d" },
     ],
     launch: launch_apply_values,
+    kernel: None,
 };
 
 fn launch_apply_values(op: &OpCall) -> Result<LaunchReport, EngineError> {
@@ -178,6 +182,7 @@ pub const TF_SUM_PARTIALS_ACT: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: ACTIVATIONS, shape: "rows, d" },
     ],
     launch: launch_sum_partials_act,
+    kernel: None,
 };
 
 fn launch_sum_partials_act(op: &OpCall) -> Result<LaunchReport, EngineError> {

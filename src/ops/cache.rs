@@ -30,6 +30,7 @@ pub const TF_KV_APPEND: OpSpec = OpSpec {
         TensorSpec { name: "v_cache", role: Role::Output, dtypes: CACHES, shape: "pages, page_size, d" },
     ],
     launch,
+    kernel: None,
 };
 
 fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {

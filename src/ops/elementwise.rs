@@ -1,5 +1,6 @@
-//! Elementwise ops of a decoder: dtype casts, the residual add, the gated MLP activation, and
-//! the column split of a fused projection's output. One thread per output element.
+//! Elementwise ops of a decoder whose launchers are still Rust: the residual add and the column
+//! split of a fused projection's output (tf_cast and tf_silu_mul are data: their contracts'
+//! `[kernel]`). One thread per output element.
 
 use super::{OpCall, OpSpec, ParamSpec, Role, TensorSpec, blocks_for};
 use crate::backend::{LaunchDims, LaunchReport};
@@ -17,25 +18,6 @@ fn product(op: &OpCall, a: &str, b: &str) -> Result<i64, EngineError> {
     Ok(op.symbol(a)?.checked_mul(op.symbol(b)?).unwrap_or(i64::MAX))
 }
 
-pub const TF_CAST: OpSpec = OpSpec {
-    name: "tf_cast",
-    about: "A tensor converted between f32, f16 and bf16, rounding to nearest even.",
-    source: Some("tf_cast.hip"),
-    symbol: Some("tf_cast"),
-    params: &[],
-    symbols: &["rows", "k"],
-    tensors: &[
-        TensorSpec { name: "in", role: Role::Input, dtypes: FLOATS, shape: "rows, k" },
-        TensorSpec { name: "out", role: Role::Output, dtypes: FLOATS, shape: "rows, k" },
-    ],
-    launch: launch_cast,
-};
-
-fn launch_cast(op: &OpCall) -> Result<LaunchReport, EngineError> {
-    let dims = grid(op, product(op, "rows", "k")?)?;
-    op.launch(dims, &[op.pointer("in")?, op.dtype_code("in")?, op.int("rows")?, op.int("k")?, op.pointer("out")?, op.dtype_code("out")?])
-}
-
 pub const TF_ADD: OpSpec = OpSpec {
     name: "tf_add",
     about: "Elementwise a + b in the activation type (the residual add).",
@@ -49,6 +31,7 @@ pub const TF_ADD: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: FLOATS, shape: "rows, k" },
     ],
     launch: launch_add,
+    kernel: None,
 };
 
 fn launch_add(op: &OpCall) -> Result<LaunchReport, EngineError> {
@@ -60,38 +43,6 @@ fn launch_add(op: &OpCall) -> Result<LaunchReport, EngineError> {
             op.dtype_code("a")?,
             op.pointer("b")?,
             op.dtype_code("b")?,
-            op.int("rows")?,
-            op.int("k")?,
-            op.pointer("out")?,
-            op.dtype_code("out")?,
-        ],
-    )
-}
-
-pub const TF_SILU_MUL: OpSpec = OpSpec {
-    name: "tf_silu_mul",
-    about: "The gated MLP activation silu(gate) * up, silu(x) = x / (1 + exp(-x)).",
-    source: Some("tf_silu_mul.hip"),
-    symbol: Some("tf_silu_mul"),
-    params: &[],
-    symbols: &["rows", "k"],
-    tensors: &[
-        TensorSpec { name: "gate", role: Role::Input, dtypes: FLOATS, shape: "rows, k" },
-        TensorSpec { name: "up", role: Role::Input, dtypes: FLOATS, shape: "rows, k" },
-        TensorSpec { name: "out", role: Role::Output, dtypes: FLOATS, shape: "rows, k" },
-    ],
-    launch: launch_silu_mul,
-};
-
-fn launch_silu_mul(op: &OpCall) -> Result<LaunchReport, EngineError> {
-    let dims = grid(op, product(op, "rows", "k")?)?;
-    op.launch(
-        dims,
-        &[
-            op.pointer("gate")?,
-            op.dtype_code("gate")?,
-            op.pointer("up")?,
-            op.dtype_code("up")?,
             op.int("rows")?,
             op.int("k")?,
             op.pointer("out")?,
@@ -112,6 +63,7 @@ pub const TF_COPY_COLS: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: FLOATS, shape: "rows, width" },
     ],
     launch: launch_copy_cols,
+    kernel: None,
 };
 
 fn launch_copy_cols(op: &OpCall) -> Result<LaunchReport, EngineError> {

@@ -20,6 +20,7 @@ pub const TF_EMBED_DENSE: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: FLOATS, shape: "n, k" },
     ],
     launch,
+    kernel: None,
 };
 
 fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {

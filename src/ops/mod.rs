@@ -4,6 +4,7 @@
 
 mod attention;
 mod cache;
+pub mod data;
 mod elementwise;
 mod embed;
 mod norm;
@@ -58,6 +59,9 @@ pub struct OpSpec {
     pub params: &'static [ParamSpec],
     pub tensors: &'static [TensorSpec],
     pub launch: Launcher,
+    /// How a data op's kernel is launched (its contract's `[kernel]`); none for the ops
+    /// whose launcher is Rust.
+    pub kernel: Option<&'static data::KernelSpec>,
 }
 
 impl std::fmt::Debug for OpSpec {
@@ -171,9 +175,7 @@ pub fn registry() -> &'static [OpSpec] {
         embed::TF_EMBED_DENSE,
         attention::TF_SOFTMAX_STATS,
         attention::TF_SUM_PARTIALS,
-        elementwise::TF_CAST,
         elementwise::TF_ADD,
-        elementwise::TF_SILU_MUL,
         elementwise::TF_COPY_COLS,
         norm::TF_RMS,
         norm::TF_ADD_RMS,
@@ -190,8 +192,14 @@ pub fn registry() -> &'static [OpSpec] {
     OPS
 }
 
+/// An op by name: the engine's own, else one a contract defined as data ([`data::define`]).
 pub fn find(name: &str) -> Option<&'static OpSpec> {
-    registry().iter().find(|op| op.name == name)
+    registry().iter().find(|op| op.name == name).or_else(|| data::defined().into_iter().find(|op| op.name == name))
+}
+
+/// The engine's own ops, then the data ops defined so far.
+pub fn all() -> Vec<&'static OpSpec> {
+    registry().iter().chain(data::defined()).collect()
 }
 
 #[cfg(test)]

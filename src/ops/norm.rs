@@ -29,6 +29,7 @@ pub const TF_RMS: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: FLOATS, shape: "rows, k" },
     ],
     launch: launch_rms,
+    kernel: None,
 };
 
 fn launch_rms(op: &OpCall) -> Result<LaunchReport, EngineError> {
@@ -62,6 +63,7 @@ pub const TF_ADD_RMS: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: FLOATS, shape: "rows, k" },
     ],
     launch: launch_add_rms,
+    kernel: None,
 };
 
 fn launch_add_rms(op: &OpCall) -> Result<LaunchReport, EngineError> {

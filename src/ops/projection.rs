@@ -25,6 +25,7 @@ pub const PROJECTION_BF16: OpSpec = OpSpec {
         TensorSpec { name: "y", role: Role::Output, dtypes: &[DType::F32, DType::Bf16], shape: "m, n" },
     ],
     launch,
+    kernel: None,
 };
 
 fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {

@@ -29,6 +29,7 @@ pub const TF_EMBED_ROWS: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: &[DType::F32, DType::F16, DType::Bf16], shape: "n, k" },
     ],
     launch,
+    kernel: None,
 };
 
 fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {

@@ -25,6 +25,7 @@ pub const TF_ROPE: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: FLOATS, shape: "rows, heads, d" },
     ],
     launch,
+    kernel: None,
 };
 
 /// The inverse frequencies theta^(-2i / d), i < d / 2, in turns per position (divided by

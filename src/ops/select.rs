@@ -26,6 +26,7 @@ pub const TF_ARGMAX: OpSpec = OpSpec {
         TensorSpec { name: "out", role: Role::Output, dtypes: &[DType::I32], shape: "rows" },
     ],
     launch: launch_argmax,
+    kernel: None,
 };
 
 fn launch_argmax(op: &OpCall) -> Result<LaunchReport, EngineError> {
@@ -46,6 +47,7 @@ pub const TF_DENSE_ROWS: OpSpec = OpSpec {
         TensorSpec { name: "y", role: Role::Output, dtypes: &[DType::F32], shape: "rows, n" },
     ],
     launch: launch_dense_rows,
+    kernel: None,
 };
 
 fn launch_dense_rows(op: &OpCall) -> Result<LaunchReport, EngineError> {

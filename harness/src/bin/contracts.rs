@@ -187,8 +187,8 @@ fn check_only(only: &[String]) -> Result<()> {
     let unknown: Vec<String> =
         only.iter().filter(|op| engine::ops::find(op).is_none()).map(|op| format!("`{}`", harness::text::escaped(op))).collect();
     if !unknown.is_empty() {
-        let known: Vec<&str> = engine::ops::registry().iter().map(|o| o.name).collect();
-        bail!("--only {}: no such op (the engine has: {})", unknown.join(", "), known.join(", "));
+        let known: Vec<&str> = engine::ops::all().iter().map(|o| o.name).collect();
+        bail!("--only {}: no such op (the engine and the contracts have: {})", unknown.join(", "), known.join(", "));
     }
     Ok(())
 }
@@ -515,12 +515,14 @@ fn print_event(event: &Event, seed: u64) {
 }
 
 fn run(flags: &Flags) -> Result<i32> {
-    check_only(&flags.only)?;
     let root = match &flags.root {
         Some(root) => root.clone(),
         None => find_root()?,
     };
     let root = root.canonicalize().with_context(|| format!("repository folder {}", harness::text::escaped(&root.display().to_string())))?;
+    // the ops the contracts describe as data are ops of this run, as the engine's own are
+    harness::contract::define_data_ops(&flags.contracts.clone().unwrap_or_else(|| root.join("contracts")));
+    check_only(&flags.only)?;
     if flags.ops_table {
         say_raw(format_args!("{}", harness::ops_table::generate(&root.join("contracts")).map_err(|e| anyhow::anyhow!(e))?));
         return Ok(0);

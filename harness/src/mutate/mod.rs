@@ -138,7 +138,7 @@ pub struct Target {
 pub fn targets(kernels_dir: &Path, only: &[String]) -> Result<Vec<Target>, MutateError> {
     let mut out: Vec<Target> = Vec::new();
     let mut header_ops = Vec::new();
-    for op in engine::ops::registry() {
+    for op in engine::ops::all() {
         let Some(source) = op.source else { continue };
         if !only.is_empty() && !only.iter().any(|o| o == op.name) {
             continue;

@@ -125,6 +125,8 @@ const fn flags(name: &'static str, args: &'static [&'static str], root: bool, wo
 }
 
 const TF_ADD: &str = "tf_add";
+/// An op whose contract describes it as data (`[kernel]`, `[tensors]`).
+const TF_CAST: &str = "tf_cast";
 
 /// tf_add's policy for non-finite inputs and its reason, as its contract states them.
 const NONFINITE_POLICY: &str = "policy = \"propagate\"\nreason = \"\"\"one f32 add, IEEE arithmetic as in the oracle: a NaN gives NaN, \
@@ -491,6 +493,46 @@ fn rows() -> Vec<Row> {
         ),
         contract("missing required key", TF_ADD, "oracle = \"add\"\n", b"", "oracle", "[reference]", "missing field `oracle`"),
         contract("unknown op", TF_ADD, "op = \"tf_add\"", b"op = \"tf_addd\"", "op", "op = ", "unknown op `tf_addd`"),
+        // an op described as data (tf_cast's contract): its [kernel] and [tensors]
+        contract(
+            "a kernel argument naming no tensor",
+            TF_CAST,
+            "args = [\"in\", \"dtype(in)\"",
+            b"args = [\"inp\", \"dtype(in)\"",
+            "kernel.args[0]",
+            "args = ",
+            "no tensor `inp` in [tensors] (there: in, out)",
+        ),
+        contract("a kernel argument of no form", TF_CAST, "\"int(rows)\"", b"\"float(rows)\"", "kernel.args[2]", "args = ", "is no kernel argument"),
+        contract("a tensor role that is none", TF_CAST, "in = { role = \"input\"", b"in = { role = \"inout\"", "tensors.in.role", "in = ", "role `inout`"),
+        contract(
+            "[kernel] for an op the engine launches itself",
+            TF_CAST,
+            "op = \"tf_cast\"",
+            b"op = \"tf_add\"",
+            "kernel",
+            "[kernel]",
+            "is an op of the engine with a launcher of its own",
+        ),
+        contract("a grid of no dimension", TF_CAST, "grid = [\"ceil_div(rows * k, 256)\"]", b"grid = []", "kernel.grid", "grid = ", "one to three dimensions"),
+        contract(
+            "a kernel source climbing out of the kernels folder",
+            TF_CAST,
+            "source = \"tf_cast.hip\"",
+            b"source = \"../tf_cast.hip\"",
+            "kernel.source",
+            "source = ",
+            "no absolute path, no `..`",
+        ),
+        contract(
+            "[kernel] without [tensors]",
+            TF_CAST,
+            "[tensors]\nin = { role = \"input\", dtypes = [\"f32\", \"f16\", \"bf16\"], shape = \"rows, k\" }\nout = { role = \"output\", dtypes = [\"f32\", \"f16\", \"bf16\"], shape = \"rows, k\" }\n",
+            b"",
+            "tensors",
+            "[kernel]",
+            "needs [tensors] too",
+        ),
         contract(
             "unknown tolerance model",
             TF_ADD,
