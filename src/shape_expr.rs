@@ -118,50 +118,10 @@ impl Expr {
     }
 }
 
-/// The expression written back, every binary operation in parentheses but the outermost.
+/// The expression written back, every binary operation in parentheses.
 impl std::fmt::Display for Expr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        fn inner(e: &Expr, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            match e {
-                Expr::Binary(..) => write!(f, "({e})"),
-                _ => write!(f, "{e}"),
-            }
-        }
-        match self {
-            Expr::Number(v) => write!(f, "{v}"),
-            Expr::Symbol(s) => write!(f, "{s}"),
-            Expr::Negate(e) => {
-                write!(f, "-")?;
-                inner(e, f)
-            }
-            Expr::Binary(a, op, b) => {
-                inner(a, f)?;
-                let op = match op {
-                    Operator::Add => "+",
-                    Operator::Subtract => "-",
-                    Operator::Multiply => "*",
-                    Operator::Divide => "/",
-                    Operator::Remainder => "%",
-                };
-                write!(f, " {op} ")?;
-                inner(b, f)
-            }
-            Expr::Call(function, args) => {
-                let name = match function {
-                    Function::CeilDiv => "ceil_div",
-                    Function::Min => "min",
-                    Function::Max => "max",
-                };
-                write!(f, "{name}(")?;
-                for (i, a) in args.iter().enumerate() {
-                    if i > 0 {
-                        write!(f, ", ")?;
-                    }
-                    write!(f, "{a}")?;
-                }
-                write!(f, ")")
-            }
-        }
+        f.write_str(&show(self))
     }
 }
 
