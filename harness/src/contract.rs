@@ -182,6 +182,9 @@ struct RawKernel {
     grid: Spanned<Vec<Spanned<toml::Value>>>,
     block: Spanned<Vec<Spanned<toml::Value>>>,
     shared: Option<Spanned<toml::Value>>,
+    /// Scalar parameters: `eps = "float"`, or `{ kind = "float", default = 1e-6 }`.
+    #[serde(default)]
+    params: BTreeMap<String, Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -325,6 +328,37 @@ fn data_op(
     {
         return Err(source.error(k.symbol.span().start, "kernel.symbol", format!("`{symbol}` is not an `extern \"C\"` kernel name")));
     }
+    let mut params: Vec<(String, bool, Option<f64>)> = Vec::new();
+    for (pname, v) in &k.params {
+        let pkey = format!("kernel.params.{pname}");
+        let bad = |why: &str| {
+            source.error(v.span().start, &pkey, format!("{why}: give `\"float\"`, `\"int\"` or `{{ kind = \"float\", default = 1e-6 }}`"))
+        };
+        let (kind, default) = match v.get_ref() {
+            toml::Value::String(kind) => (kind.as_str(), None),
+            toml::Value::Table(t) => {
+                if let Some(extra) = t.keys().find(|k| *k != "kind" && *k != "default") {
+                    return Err(bad(&format!("unknown key `{extra}`")));
+                }
+                let kind = t.get("kind").and_then(|k| k.as_str()).ok_or_else(|| bad("no `kind`"))?;
+                let default = match t.get("default") {
+                    None => None,
+                    Some(toml::Value::Float(f)) => Some(*f),
+                    Some(toml::Value::Integer(i)) => Some(*i as f64),
+                    Some(_) => return Err(bad("a `default` that is not a number")),
+                };
+                (kind, default)
+            }
+            _ => return Err(bad("not a kind")),
+        };
+        let integer = match kind {
+            "float" => false,
+            "int" => true,
+            other => return Err(bad(&format!("kind `{other}`"))),
+        };
+        identifier_or(source, v.span().start, &pkey, pname)?;
+        params.push((pname.clone(), integer, default));
+    }
     let mut args = Vec::new();
     for (i, a) in k.args.get_ref().iter().enumerate() {
         let akey = format!("kernel.args[{i}]");
@@ -332,6 +366,11 @@ fn data_op(
         if let Some(t) = arg.tensor().filter(|t| !specs.iter().any(|s| s.name == *t)) {
             let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
             return Err(source.error(a.span().start, &akey, format!("no tensor `{t}` in [tensors] (there: {})", names.join(", "))));
+        }
+        if let KernelArgSpec::Param(p) = &arg
+            && !params.iter().any(|(n, _, _)| n == p)
+        {
+            return Err(source.error(a.span().start, &akey, format!("no parameter `{p}` in kernel.params")));
         }
         args.push(arg);
     }
@@ -361,9 +400,17 @@ fn data_op(
         source: file.clone(),
         symbol: symbol.clone(),
         tensors: specs,
+        params,
         kernel: spec,
     };
     engine::ops::data::define(op).map_err(|e| source.error(kernel.span().start, "kernel", e.to_string()))
+}
+
+/// `name` as a C identifier, else an error at `key`.
+fn identifier_or(source: &Source, at: usize, key: &str, name: &str) -> Result<(), ContractError> {
+    let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok { Ok(()) } else { Err(source.error(at, key, format!("`{name}` is not a name (letters, digits and `_`)"))) }
 }
 
 /// Line numbers and errors for one file.

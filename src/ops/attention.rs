@@ -1,6 +1,6 @@
-//! Split-K attention decode: scores over the key cache, per-tile softmax statistics, the
-//! probabilities times the value cache per tile, and the combine of tile partials (plain
-//! and gated).
+//! Split-K attention decode: scores over the key cache, the probabilities times the value
+//! cache per tile, and the combine of tile partials (plain and gated). The per-tile softmax
+//! statistics are data (contracts/tf_softmax_stats.toml's `[kernel]`).
 
 use super::{OpCall, OpSpec, ParamSpec, Role, TensorSpec};
 use crate::backend::{LaunchDims, LaunchReport};
@@ -9,34 +9,6 @@ use crate::{DType, EngineError};
 const THREADS: u32 = 256;
 /// `TF_COMBINE_MAX_TILES` in kernels/tf_sum_partials.hip: the tile weights live in shared memory.
 pub const MAX_TILES: i64 = 1024;
-
-pub const TF_SOFTMAX_STATS: OpSpec = OpSpec {
-    name: "tf_softmax_stats",
-    about: "Per tile of keys, the max score and the sum of exp(score - max).",
-    source: Some("tf_softmax_stats.hip"),
-    symbol: Some("tf_softmax_stats"),
-    params: &[],
-    symbols: &["rows", "keys", "tile"],
-    tensors: &[
-        TensorSpec { name: "scores", role: Role::Input, dtypes: &[DType::F32], shape: "rows, keys" },
-        TensorSpec { name: "tile_max", role: Role::Output, dtypes: &[DType::F32], shape: "rows, ceil_div(keys, tile)" },
-        TensorSpec { name: "tile_sum", role: Role::Output, dtypes: &[DType::F32], shape: "rows, ceil_div(keys, tile)" },
-    ],
-    launch: launch_softmax_stats,
-    kernel: None,
-};
-
-fn launch_softmax_stats(op: &OpCall) -> Result<LaunchReport, EngineError> {
-    let (keys, tile) = (op.symbol("keys")?, op.symbol("tile")?);
-    if tile <= 0 {
-        return Err(EngineError::Op { op: op.op.name.into(), reason: format!("tile = {tile}") });
-    }
-    let tiles = (keys + tile - 1) / tile;
-    let grid_x = u32::try_from(tiles).map_err(|_| EngineError::Op { op: op.op.name.into(), reason: format!("{tiles} tiles") })?;
-    let rows = u32::try_from(op.symbol("rows")?).map_err(|_| EngineError::Op { op: op.op.name.into(), reason: "rows".into() })?;
-    let dims = LaunchDims { grid: [grid_x, rows, 1], block: [THREADS, 1, 1], dynamic_shared: 0 };
-    op.launch(dims, &[op.pointer("scores")?, op.int("keys")?, op.int("tile")?, op.pointer("tile_max")?, op.pointer("tile_sum")?])
-}
 
 pub const TF_SUM_PARTIALS: OpSpec = OpSpec {
     name: "tf_sum_partials",

@@ -22,6 +22,8 @@ pub enum KernelArgSpec {
     Int(Expr),
     /// `long(rows * k)`: a shape expression as a `long long`.
     Long(Expr),
+    /// `param(eps)`: a scalar parameter of the op, as a `float` or an `int` by its kind.
+    Param(String),
 }
 
 impl KernelArgSpec {
@@ -32,6 +34,9 @@ impl KernelArgSpec {
         if let Some(tensor) = inner("dtype(") {
             return identifier(tensor).map(|t| KernelArgSpec::Dtype(t.to_string()));
         }
+        if let Some(param) = inner("param(") {
+            return identifier(param).map(|p| KernelArgSpec::Param(p.to_string()));
+        }
         for (prefix, wide) in [("int(", false), ("long(", true)] {
             if let Some(expression) = inner(prefix) {
                 let expr = Expr::parse(expression).map_err(|e| e.to_string())?;
@@ -39,7 +44,10 @@ impl KernelArgSpec {
             }
         }
         identifier(text).map(|t| KernelArgSpec::Tensor(t.to_string())).map_err(|_| {
-            format!("`{text}` is no kernel argument (a tensor's name, `dtype(tensor)`, `int(expression)` or `long(expression)`)")
+            format!(
+                "`{text}` is no kernel argument (a tensor's name, `dtype(tensor)`, `int(expression)`, `long(expression)` or \
+                 `param(name)`)"
+            )
         })
     }
 
@@ -107,6 +115,9 @@ pub struct DataOp {
     pub source: String,
     pub symbol: String,
     pub tensors: Vec<DataTensor>,
+    /// Scalar parameters: name, whether an `int` (else a `float`), and the value when a
+    /// contract gives none.
+    pub params: Vec<(String, bool, Option<f64>)>,
     pub kernel: KernelSpec,
 }
 
@@ -151,7 +162,9 @@ pub fn define(op: DataOp) -> Result<&'static OpSpec, EngineError> {
         source: Some(leak(&op.source)),
         symbol: Some(leak(&op.symbol)),
         symbols: Box::leak(symbols.into_boxed_slice()),
-        params: &[] as &[ParamSpec],
+        params: Box::leak(
+            op.params.iter().map(|(name, integer, default)| ParamSpec { name: leak(name), integer: *integer, default: *default }).collect(),
+        ),
         tensors: Box::leak(tensors.into_boxed_slice()),
         launch,
         kernel: Some(Box::leak(Box::new(op.kernel))),
@@ -200,6 +213,11 @@ pub fn launch(call: &OpCall) -> Result<LaunchReport, EngineError> {
                 )
             }
             KernelArgSpec::Long(e) => crate::backend::KernelArg::I64(value(e, "kernel.args")?),
+            KernelArgSpec::Param(p) => match call.op.param(p) {
+                Some(spec) if spec.integer => call.int_param(p)?,
+                Some(_) => call.float_param(p)?,
+                None => return Err(call.error(format!("`param({p})`: no parameter `{p}`"))),
+            },
         });
     }
     call.launch(dims, &args)
@@ -215,6 +233,7 @@ mod tests {
         assert_eq!(KernelArgSpec::parse(" dtype(out) ").unwrap(), KernelArgSpec::Dtype("out".into()));
         assert_eq!(KernelArgSpec::parse("int(rows * k)").unwrap(), KernelArgSpec::Int(Expr::parse("rows * k").unwrap()));
         assert_eq!(KernelArgSpec::parse("long(rows)").unwrap(), KernelArgSpec::Long(Expr::parse("rows").unwrap()));
+        assert_eq!(KernelArgSpec::parse("param(eps)").unwrap(), KernelArgSpec::Param("eps".into()));
         assert!(KernelArgSpec::parse("float(eps)").unwrap_err().contains("is no kernel argument"));
         assert!(KernelArgSpec::parse("int(rows *)").is_err());
         assert!(KernelArgSpec::parse("dtype(a b)").is_err());
@@ -228,6 +247,7 @@ mod tests {
             source: "x.hip".into(),
             symbol: "x".into(),
             tensors: vec![DataTensor { name: "x".into(), role: Role::Input, dtypes: vec![DType::F32], shape: "rows, k".into() }],
+            params: vec![("eps".into(), false, Some(1e-6))],
             kernel: KernelSpec {
                 args: vec![KernelArgSpec::Tensor("x".into()), KernelArgSpec::Int(Expr::parse("rows * k * width").unwrap())],
                 grid: vec![Expr::parse("ceil_div(rows * k, tile)").unwrap()],
@@ -237,6 +257,7 @@ mod tests {
         };
         let spec = define(op("data_op_test")).unwrap();
         assert_eq!(spec.symbols, ["rows", "k", "width", "tile"]);
+        assert_eq!((spec.params[0].name, spec.params[0].integer, spec.params[0].default), ("eps", false, Some(1e-6)));
         assert!(std::ptr::eq(super::super::find("data_op_test").unwrap(), spec));
         let again = define(op("data_op_test")).unwrap();
         assert!(std::ptr::eq(super::super::find("data_op_test").unwrap(), again), "the later definition wins");

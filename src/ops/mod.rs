@@ -7,7 +7,6 @@ mod cache;
 pub mod data;
 mod elementwise;
 mod embed;
-mod norm;
 mod projection;
 mod quantized;
 mod rope;
@@ -173,12 +172,9 @@ pub(crate) fn blocks_for(op: &OpCall, elements: i64, threads: u32) -> Result<u32
 pub fn registry() -> &'static [OpSpec] {
     static OPS: &[OpSpec] = &[
         embed::TF_EMBED_DENSE,
-        attention::TF_SOFTMAX_STATS,
         attention::TF_SUM_PARTIALS,
         elementwise::TF_ADD,
         elementwise::TF_COPY_COLS,
-        norm::TF_RMS,
-        norm::TF_ADD_RMS,
         rope::TF_ROPE,
         attention::TF_SCORE_KEYS,
         attention::TF_APPLY_VALUES,
