@@ -20,6 +20,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod sandbox;
+pub mod scaffold;
 pub mod scale;
 pub mod text;
 pub mod tolerance;

@@ -493,3 +493,62 @@ fn killing_a_child_mid_run_loses_no_other_record_and_the_report_is_whole() {
     assert_eq!(json["summary_line"], lines.last().unwrap().as_str());
     assert_eq!(json["exit_code"], 1);
 }
+
+/// A kernel nobody here wrote goes under contract with no Rust: `contracts new` writes the
+/// starting contract off its signature (and never over an existing one), the contract does
+/// not load while a `?` is left, and filled in it passes and a planted bug goes red.
+#[test]
+fn contracts_new_starts_a_contract_that_runs_once_its_placeholders_are_filled() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    copy_dir(&root().join("kernels"), &base.join("kernels"));
+    std::fs::create_dir_all(base.join("contracts")).unwrap();
+    let add = std::fs::read_to_string(root().join("kernels/tf_add.hip")).unwrap().replace("tf_add(", "my_add(");
+    std::fs::write(base.join("kernels/my_add.hip"), &add).unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["--root", base.to_str().unwrap(), "--cache-dir"];
+        let cache = root().join("target/kernel-cache");
+        all.push(cache.to_str().unwrap());
+        all.extend(args);
+        let out = Command::new(env!("CARGO_BIN_EXE_contracts")).args(&all).current_dir(base).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let (code, said) = run(&["new", "kernels/my_add.hip", "my_add"]);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.starts_with("wrote contracts/my_add.toml: 8 parameters read off `my_add`"), "{said}");
+    let written = std::fs::read_to_string(base.join("contracts/my_add.toml")).unwrap();
+    assert!(
+        written.contains("args = [\"a\", \"dtype(a)\", \"b\", \"dtype(b)\", \"int(rows)\", \"int(k)\", \"out\", \"dtype(out)\"]"),
+        "{written}"
+    );
+    let (code, said) = run(&["new", "kernels/my_add.hip", "my_add"]);
+    assert!(code != 0 && said.contains("never overwritten"), "{said}");
+    std::fs::write(base.join("elsewhere.hip"), &add).unwrap();
+    let (code, said) = run(&["new", "elsewhere.hip", "my_add"]);
+    assert!(code != 0 && said.contains("is not in the kernels folder"), "{said}");
+
+    let (code, said) = run(&["--no-controls"]);
+    assert_eq!(code, 2, "nothing loads while a `?` is left: {said}");
+    assert!(said.contains("contracts/my_add.toml:") && said.contains("unexpected `?`"), "{said}");
+
+    let filled = written
+        .replace("about = \"?\"", "about = \"a + b\"")
+        .replace("shape = \"?\"", "shape = \"rows, k\"")
+        .replace("grid = [\"?\"]", "grid = [\"ceil_div(rows * k, 256)\"]")
+        .replace("block = [\"?\"]", "block = [256]")
+        .replace("name = \"?\"", "name = \"f32\"\ndtypes = { a = \"f32\", b = \"f32\", out = \"f32\" }")
+        .replace("{ rows = \"?\", k = \"?\" }", "{ rows = 1, k = 1 }, { rows = 7, k = 1000 }")
+        .replace("a = \"?\"", "a = \"normal(0, 1)\"")
+        .replace("b = \"?\"", "b = \"normal(0, 1)\"")
+        .replace("policy = \"?\"", "policy = \"propagate\"")
+        .replace("oracle = \"?\"", "oracle = \"add\"");
+    std::fs::write(base.join("contracts/my_add.toml"), &filled).unwrap();
+    let (code, said) = run(&["--no-controls"]);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("my_add (f32) pass nonfinite, repeat and shapes; 2 cases, 7,001 elements, exact"), "{said}");
+    // the same contract over a kernel with a bug: red
+    std::fs::write(base.join("kernels/my_add.hip"), add.replace("tf_load(b, b_kind, i)", "tf_load(b, b_kind, i) * 2.0f")).unwrap();
+    let (code, said) = run(&["--no-controls"]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("my_add (f32) FAIL at ") && said.contains("at shapes: "), "{said}");
+}

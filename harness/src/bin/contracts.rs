@@ -153,6 +153,15 @@ enum Subcommand {
     /// its op's records; prints survivors, a kill matrix, the score per op and a SUMMARY
     /// line, writes reports/last/mutate-<arch>.json, and exits 1 below the floor in
     /// mutants.toml. `--seed` seeds the sample; the runs use the default input seed.
+    /// Write a starting contract for a kernel of the kernels folder, read off its signature
+    /// (`contracts/<symbol>.toml`, never over an existing file): its `[tensors]` and `[kernel]`
+    /// argument list guessed, everything else a `?` to fill in.
+    New {
+        /// The kernel's source, in the kernels folder (`kernels/my_op.hip`).
+        source: PathBuf,
+        /// Its `extern "C" __global__` function.
+        symbol: String,
+    },
     Mutate {
         /// Run this many mutants, chosen with `--seed` over every file and operator (default: all).
         #[arg(long, value_name = "N")]
@@ -527,6 +536,9 @@ fn run(flags: &Flags) -> Result<i32> {
         say_raw(format_args!("{}", harness::ops_table::generate(&root.join("contracts")).map_err(|e| anyhow::anyhow!(e))?));
         return Ok(0);
     }
+    if let Some(Subcommand::New { source, symbol }) = &flags.command {
+        return new_contract(flags, &root, source, symbol);
+    }
     if let Some(Subcommand::Mutate { sample, list, operators }) = &flags.command {
         return mutate(flags, &root, *sample, *list, operators);
     }
@@ -662,6 +674,36 @@ fn coverage(flags: &Flags, root: &Path) -> Result<i32> {
         report_path: flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("coverage-{arch}.json"))),
     };
     Ok(harness::coverage::run(&request, &mut |line| say!("{line}"))?)
+}
+
+/// `contracts new`: the starting contract of `symbol` in `source`, written beside the others.
+fn new_contract(flags: &Flags, root: &Path, source: &Path, symbol: &str) -> Result<i32> {
+    let shown = |p: &Path| harness::text::escaped(&p.display().to_string()).into_owned();
+    let kernels = flags.kernels.clone().unwrap_or_else(|| root.join("kernels")).canonicalize().context("the kernels folder")?;
+    let path = source.canonicalize().with_context(|| format!("the kernel source {}", shown(source)))?;
+    let Ok(named) = path.strip_prefix(&kernels) else {
+        bail!("{} is not in the kernels folder {}: a contract's [kernel] names its source from there", shown(source), shown(&kernels));
+    };
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", shown(source)))?;
+    let params = harness::scaffold::signature(&text, symbol).map_err(|e| anyhow::anyhow!("{}: {e}", shown(source)))?;
+    let named = named.to_string_lossy().into_owned();
+    let contract = harness::scaffold::contract(symbol, &named, symbol, &params);
+    let dir = flags.contracts.clone().unwrap_or_else(|| root.join("contracts"));
+    let target = dir.join(format!("{symbol}.toml"));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&target)
+        .with_context(|| format!("writing {} (an existing contract is never overwritten)", shown(&target)))?;
+    use std::io::Write;
+    file.write_all(contract.as_bytes()).with_context(|| format!("writing {}", shown(&target)))?;
+    let written = target.strip_prefix(root).unwrap_or(&target);
+    say!(
+        "wrote {}: {} parameters read off `{symbol}`; fill in every `?`, then run `contracts --only {symbol}`",
+        shown(written),
+        params.len()
+    );
+    Ok(0)
 }
 
 /// `contracts mutate`: generates the mutants, runs the chosen ones, prints and writes what
