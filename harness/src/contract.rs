@@ -261,9 +261,7 @@ fn data_op(
     use engine::ops::data::{DataOp, DataTensor, KernelArgSpec, KernelSpec};
     use engine::shape_expr::Expr;
     let name = raw.op.get_ref().trim();
-    if !name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
+    if !engine::ops::data::is_identifier(name) {
         return Err(source.error(raw.op.span().start, "op", format!("`{name}` is not an op name (letters, digits and `_`)")));
     }
     // the table's keys in the file's order (serde's map is sorted)
@@ -323,9 +321,7 @@ fn data_op(
         ));
     }
     let symbol = k.symbol.get_ref();
-    if !symbol.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        || !symbol.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
+    if !engine::ops::data::is_identifier(symbol) {
         return Err(source.error(k.symbol.span().start, "kernel.symbol", format!("`{symbol}` is not an `extern \"C\"` kernel name")));
     }
     let mut params: Vec<(String, bool, Option<f64>)> = Vec::new();
@@ -408,9 +404,11 @@ fn data_op(
 
 /// `name` as a C identifier, else an error at `key`.
 fn identifier_or(source: &Source, at: usize, key: &str, name: &str) -> Result<(), ContractError> {
-    let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok { Ok(()) } else { Err(source.error(at, key, format!("`{name}` is not a name (letters, digits and `_`)"))) }
+    if engine::ops::data::is_identifier(name) {
+        Ok(())
+    } else {
+        Err(source.error(at, key, format!("`{name}` is not a name (letters, digits and `_`)")))
+    }
 }
 
 /// Line numbers and errors for one file.

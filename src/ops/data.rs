@@ -67,10 +67,13 @@ impl KernelArgSpec {
     }
 }
 
+/// A C identifier: what tensor, parameter, op and kernel names must be.
+pub fn is_identifier(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 fn identifier(text: &str) -> Result<&str, String> {
-    let ok = text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok { Ok(text) } else { Err(format!("`{text}` is not a name")) }
+    if is_identifier(text) { Ok(text) } else { Err(format!("`{text}` is not a name")) }
 }
 
 /// How the kernel of a data op is launched.
