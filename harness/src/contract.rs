@@ -281,6 +281,8 @@ fn data_op(
     for tensor in &order {
         let t = &tensors.get_ref()[tensor];
         let key = |field: &str| format!("tensors.{tensor}.{field}");
+        // a kernel argument names it, and so does every later key
+        identifier_or(source, t.span().start, &format!("tensors.{tensor}"), tensor)?;
         let role = match t.get_ref().role.get_ref().as_str() {
             "input" => Role::Input,
             "output" => Role::Output,

@@ -506,6 +506,7 @@ fn rows() -> Vec<Row> {
         contract("a kernel argument of no form", TF_CAST, "\"int(rows)\"", b"\"float(rows)\"", "kernel.args[2]", "args = ", "is no kernel argument"),
         contract("a kernel argument naming no parameter", "tf_rms", "\"param(eps)\"", b"\"param(epsilon)\"", "kernel.args[5]", "args = ", "no parameter `epsilon` in kernel.params"),
         contract("a parameter of no kind", "tf_rms", "kind = \"float\"", b"kind = \"double\"", "kernel.params.eps", "params = ", "kind `double`"),
+        contract("a tensor whose name is not a name", TF_CAST, "\nin = { role", b"\n\"in put\" = { role", "tensors.in put", "\"in put\" = ", "`in put` is not a name"),
         contract("a tensor role that is none", TF_CAST, "in = { role = \"input\"", b"in = { role = \"inout\"", "tensors.in.role", "in = ", "role `inout`"),
         contract(
             "[kernel] for an op the engine launches itself",
