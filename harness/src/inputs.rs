@@ -5,6 +5,14 @@
 
 use engine::DType;
 use engine::shape_expr::{Expr, Symbols};
+use rayon::prelude::*;
+
+const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Tensors of at least this many elements are generated in parallel pieces of this many
+/// (the same bytes as one serial stream); smaller ones stay on the calling thread, where a
+/// thread pool would cost more than it saves.
+const PARALLEL_ELEMENTS: usize = 1 << 20;
 
 /// splitmix64: tiny, fast, and every output is a bijection of the state.
 #[derive(Clone, Debug)]
@@ -17,8 +25,15 @@ impl SeededStream {
         SeededStream { state: seed }
     }
 
+    /// The stream from `seed` after `draws` draws: splitmix64's state is a counter, so any
+    /// place in a stream is one multiply away, and a tensor's elements can be made in
+    /// parallel pieces whose bytes are exactly the serial stream's.
+    pub fn at(seed: u64, draws: u64) -> SeededStream {
+        SeededStream { state: seed.wrapping_add(draws.wrapping_mul(GOLDEN_GAMMA)) }
+    }
+
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        self.state = self.state.wrapping_add(GOLDEN_GAMMA);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -490,7 +505,6 @@ impl Generator {
 
     /// `elements` values of `dtype`, little-endian, from `seed`.
     pub fn generate(&self, dtype: DType, elements: usize, seed: u64, symbols: &Symbols) -> Result<Vec<u8>, String> {
-        let mut stream = SeededStream::new(seed);
         let mut out = vec![0u8; elements * dtype.size()];
         let (low, high) = match self {
             Generator::Int { low, high } => {
@@ -505,14 +519,28 @@ impl Generator {
             }
             _ => (0, 0),
         };
-        for chunk in out.chunks_mut(dtype.size()) {
-            let value = match self {
-                Generator::Normal { mean, std } => mean + std * stream.next_normal(),
-                Generator::Uniform { low, high } => low + (high - low) * stream.next_unit(),
-                Generator::Int { .. } => stream.next_int(low, high) as f64,
-                Generator::Constant(v) => *v,
-            };
-            dtype.encode(value, chunk);
+        let size = dtype.size();
+        let draws = match self {
+            Generator::Normal { .. } => 12,
+            Generator::Constant(_) => 0,
+            Generator::Uniform { .. } | Generator::Int { .. } => 1,
+        };
+        let fill = |first: usize, piece: &mut [u8]| {
+            let mut stream = SeededStream::at(seed, first as u64 * draws);
+            for chunk in piece.chunks_mut(size) {
+                let value = match self {
+                    Generator::Normal { mean, std } => mean + std * stream.next_normal(),
+                    Generator::Uniform { low, high } => low + (high - low) * stream.next_unit(),
+                    Generator::Int { .. } => stream.next_int(low, high) as f64,
+                    Generator::Constant(v) => *v,
+                };
+                dtype.encode(value, chunk);
+            }
+        };
+        if elements < PARALLEL_ELEMENTS {
+            fill(0, &mut out);
+        } else {
+            out.par_chunks_mut(PARALLEL_ELEMENTS * size).enumerate().for_each(|(i, piece)| fill(i * PARALLEL_ELEMENTS, piece));
         }
         Ok(out)
     }
@@ -521,6 +549,24 @@ impl Generator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_tensor_made_in_parallel_pieces_is_the_serial_stream() {
+        let elements = PARALLEL_ELEMENTS * 2 + 3;
+        for generator in ["normal(0, 1)", "uniform(-1, 1)", "int(0, 4294967296)"] {
+            let g = Generator::parse(generator).unwrap();
+            let bytes = g.generate(DType::F32, elements, 7, &Symbols::new()).unwrap();
+            let mut stream = SeededStream::new(7);
+            for (i, chunk) in bytes.chunks(4).enumerate() {
+                let value = match &g {
+                    Generator::Normal { .. } => stream.next_normal(),
+                    Generator::Uniform { .. } => -1.0 + 2.0 * stream.next_unit(),
+                    _ => stream.next_int(0, 4294967296) as f64,
+                };
+                assert_eq!(chunk, (value as f32).to_le_bytes(), "{generator} element {i}");
+            }
+        }
+    }
 
     /// If this test fails, every contract's inputs changed: the generator must never change.
     #[test]

@@ -1085,6 +1085,7 @@ mod tests {
             inactive_lane_reads: 0,
             block_threads: 256,
             cross_backend: Some(Err("no module".into())),
+            phases: crate::phases::Phases { inputs: 0.5, gates: 0.125, ..Default::default() },
         });
         let token = random_token().unwrap();
         let line = encode(&token, &ChildMessage::Result(Box::new(result.clone()))).unwrap();

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod mutate;
 pub mod ops_table;
 pub mod oracle;
+pub mod phases;
 pub mod processes;
 pub mod record;
 pub mod report;

@@ -380,6 +380,7 @@ mod tests {
             inactive_lane_reads: 0,
             block_threads: 256,
             cross_backend: None,
+            phases: Default::default(),
         }
     }
 
@@ -408,6 +409,7 @@ mod tests {
             cross_backend_max_ulp: None,
             notes: Vec::new(),
             seconds: 0.1,
+            phases: Default::default(),
         }
     }
 

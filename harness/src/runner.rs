@@ -20,6 +20,8 @@ use crate::gates::{self, Failure, Metrics};
 use crate::inputs::tensor_seed;
 use crate::limits::{self, LimitsReport};
 use crate::oracle::OracleInput;
+use crate::phases::{Lap, Phases};
+use rayon::prelude::*;
 
 /// What a run covers and how.
 #[derive(Clone, Debug)]
@@ -182,6 +184,9 @@ pub struct CaseReport {
     /// between the two backends' bytes for the same inputs, or why it could not be had.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cross_backend: Option<Result<BTreeMap<String, u64>, String>>,
+    /// Where the case's time went.
+    #[serde(default)]
+    pub phases: Phases,
 }
 
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -233,6 +238,9 @@ pub struct RecordResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     pub seconds: f64,
+    /// The cases' phases summed (`seconds` also holds the process, module and limits).
+    #[serde(default)]
+    pub phases: Phases,
 }
 
 impl RecordResult {
@@ -765,6 +773,7 @@ pub(crate) fn new_result(contract: &Contract, record: &Record, control: Option<&
         cross_backend_max_ulp: None,
         notes: Vec::new(),
         seconds: 0.0,
+        phases: Phases::default(),
     }
 }
 
@@ -819,6 +828,7 @@ pub(crate) fn run_record(
                 }
                 match run_case(context, contract, record, module.as_deref(), (index, case), variant, inputs) {
                     Ok((case_report, failures)) => {
+                        result.phases.add(&case_report.phases);
                         match variant {
                             Inputs::AsGenerated => result.cases.push(case_report),
                             Inputs::NonFinitePlanted => result.nonfinite_cases.push(case_report),
@@ -909,7 +919,7 @@ fn compare_on(
     contract: &Contract,
     record: &Record,
     case: &Case,
-    inputs: &BTreeMap<String, Vec<u8>>,
+    inputs: &BTreeMap<String, Arc<Vec<u8>>>,
     primary: &BTreeMap<&str, &[u8]>,
 ) -> Result<BTreeMap<String, u64>, String> {
     let op = contract.op;
@@ -1074,8 +1084,10 @@ fn run_case(
     let RunContext { backend, settings, .. } = *context;
     let op = contract.op;
     let text = |e: engine::EngineError| error_chain(&e);
+    let mut phases = Phases::default();
+    let mut lap = Lap::start();
     let mut tensors: BTreeMap<String, Tensor> = BTreeMap::new();
-    let mut input_bytes: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut input_bytes: BTreeMap<String, Arc<Vec<u8>>> = BTreeMap::new();
     let mut input_values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut seeds = BTreeMap::new();
     for spec in op.tensors {
@@ -1086,22 +1098,27 @@ fn run_case(
             let seed = tensor_seed(settings.seed, op.name, spec.name, index);
             let key = (seed, dtype, shape.clone(), variant);
             let bytes = match inputs.0.get(&key) {
-                Some(bytes) => bytes.as_ref().clone(),
+                Some(bytes) => bytes.clone(),
                 None => {
-                    let bytes = generate_input(contract, spec.name, dtype, case, seed, variant)?;
-                    inputs.0.insert(key, Arc::new(bytes.clone()));
+                    let bytes = Arc::new(generate_input(contract, spec.name, dtype, case, seed, variant)?);
+                    inputs.0.insert(key, bytes.clone());
                     bytes
                 }
             };
+            input_values.insert(spec.name.to_string(), decoded(dtype, &bytes));
+            phases.inputs += lap.take();
             tensor.write(&bytes).map_err(text)?;
-            input_values.insert(spec.name.to_string(), bytes.chunks(dtype.size()).map(|c| dtype.decode(c)).collect());
+            phases.upload += lap.take();
             input_bytes.insert(spec.name.to_string(), bytes);
             seeds.insert(spec.name.to_string(), seed);
         }
         tensors.insert(spec.name.to_string(), tensor);
     }
+    phases.upload += lap.take();
     let want = (contract.oracle)(&OracleInput { symbols: &case.symbols, params: &record.params, inputs: &input_values })
         .map_err(|e| format!("oracle {}: {e}", contract.oracle_name))?;
+    drop(input_values);
+    phases.oracle += lap.take();
     let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
     for name in &outputs {
         let expected = tensors[*name].elements();
@@ -1125,6 +1142,7 @@ fn run_case(
         inactive_lane_reads: 0,
         block_threads: 0,
         cross_backend: None,
+        phases: Phases::default(),
     };
     for launch in 0..repeats {
         for name in &outputs {
@@ -1133,6 +1151,7 @@ fn run_case(
             tensors.get_mut(*name).unwrap().fill(&pattern).map_err(text)?;
             poisons.entry(name).or_default().push(pattern);
         }
+        phases.upload += lap.take();
         let call = OpCall {
             op,
             backend,
@@ -1143,6 +1162,7 @@ fn run_case(
             schedule: launch_schedule(launch, settings.seed),
         };
         let stats = (op.launch)(&call).map_err(text)?;
+        phases.launches += lap.take();
         if launch == 0 {
             report.blocks = stats.blocks;
             report.switches = stats.switches;
@@ -1155,11 +1175,13 @@ fn run_case(
         for name in &outputs {
             launches.entry(name).or_default().push(tensors[*name].read().map_err(text)?);
         }
+        phases.download += lap.take();
     }
 
     if let Some(reference) = context.reference.filter(|_| variant == Inputs::AsGenerated && case.gpu_only.is_none()) {
         let first: BTreeMap<&str, &[u8]> = outputs.iter().map(|n| (*n, launches[n][0].as_slice())).collect();
         report.cross_backend = Some(compare_on(reference, context, contract, record, case, &input_bytes, &first));
+        lap.take();
     }
     let mut failures: CaseFailures = Vec::new();
     for finding in memory.into_values() {
@@ -1218,42 +1240,74 @@ fn run_case(
             ));
         }
         if spec.role == Role::Input {
+            phases.gates += lap.take();
             let now = tensor.read().map_err(text)?;
-            let before = &input_bytes[spec.name];
-            let size = tensor.dtype.size();
-            let changed: Vec<usize> =
-                (0..tensor.elements()).filter(|i| now[i * size..(i + 1) * size] != before[i * size..(i + 1) * size]).collect();
-            if let Some(&first) = changed.first() {
-                let message = format!(
-                    "input changed: {} of {} elements, first {}: was {} now {}",
-                    format::count(changed.len()),
-                    format::count(tensor.elements()),
-                    format::coordinates_text(&tensor.shape, first),
-                    format::value_and_bits(
-                        tensor.dtype,
-                        tensor.dtype.decode(&before[first * size..]),
-                        tensor.dtype.bits(&before[first * size..])
-                    ),
-                    format::value_and_bits(
-                        tensor.dtype,
-                        tensor.dtype.decode(&now[first * size..]),
-                        tensor.dtype.bits(&now[first * size..])
-                    )
-                );
-                failures.push((
-                    Gate::Shapes,
-                    spec.name.to_string(),
-                    Failure {
-                        count: changed.len(),
-                        total: tensor.elements(),
-                        first: Some(format::coordinates(&tensor.shape, first)),
-                        message,
-                    },
-                ));
+            phases.download += lap.take();
+            if let Some(failure) = input_changed(tensor, &input_bytes[spec.name], &now) {
+                failures.push((Gate::Shapes, spec.name.to_string(), failure));
             }
         }
     }
+    phases.gates += lap.take();
+    report.phases = phases;
     Ok((report, failures))
+}
+
+/// A tensor's bytes as f64 values, in parallel pieces when it is large.
+fn decoded(dtype: engine::DType, bytes: &[u8]) -> Vec<f64> {
+    let size = dtype.size();
+    if bytes.len() < PARALLEL_BYTES {
+        return bytes.chunks(size).map(|c| dtype.decode(c)).collect();
+    }
+    let mut values = vec![0.0; bytes.len() / size];
+    values
+        .par_chunks_mut(PARALLEL_BYTES / size)
+        .zip(bytes.par_chunks(PARALLEL_BYTES))
+        .for_each(|(out, piece)| out.iter_mut().zip(piece.chunks(size)).for_each(|(v, c)| *v = dtype.decode(c)));
+    values
+}
+
+/// Tensors of at least this many bytes are decoded and compared in parallel pieces.
+const PARALLEL_BYTES: usize = 1 << 22;
+
+/// Gate 3's check that a launch left an input as it was: the first changed element, with
+/// its value and bits before and after, and how many changed. Equal bytes (the usual case)
+/// cost one comparison of the buffers.
+fn input_changed(tensor: &Tensor, before: &[u8], now: &[u8]) -> Option<Failure> {
+    if before == now {
+        return None;
+    }
+    let size = tensor.dtype.size();
+    let changed_in = |a: &[u8], b: &[u8], offset: usize| -> (usize, Option<usize>) {
+        let mut first = None;
+        let mut count = 0;
+        for (i, (x, y)) in a.chunks(size).zip(b.chunks(size)).enumerate() {
+            if x != y {
+                count += 1;
+                first.get_or_insert(offset + i);
+            }
+        }
+        (count, first)
+    };
+    let piece = PARALLEL_BYTES / size * size;
+    let (changed, first) = before
+        .par_chunks(piece)
+        .zip(now.par_chunks(piece))
+        .enumerate()
+        .map(|(i, (a, b))| changed_in(a, b, i * (piece / size)))
+        .reduce(|| (0, None), |(n, f), (m, g)| (n + m, f.or(g)));
+    let first = first?;
+    let (was, is) = (&before[first * size..], &now[first * size..]);
+    let value = |bytes: &[u8]| format::value_and_bits(tensor.dtype, tensor.dtype.decode(bytes), tensor.dtype.bits(bytes));
+    let message = format!(
+        "input changed: {} of {} elements, first {}: was {} now {}",
+        format::count(changed),
+        format::count(tensor.elements()),
+        format::coordinates_text(&tensor.shape, first),
+        value(was),
+        value(is)
+    );
+    Some(Failure { count: changed, total: tensor.elements(), first: Some(format::coordinates(&tensor.shape, first)), message })
 }
 
 /// A contract error as one printed line, for the JSON report.
@@ -1423,6 +1477,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 cross_backend_max_ulp: None,
                 notes: Vec::new(),
                 seconds: 0.0,
+                phases: Phases::default(),
             };
             match &figures[&j] {
                 Ok(usage) => {

@@ -552,3 +552,27 @@ fn contracts_new_starts_a_contract_that_runs_once_its_placeholders_are_filled() 
     assert_eq!(code, 1, "{said}");
     assert!(said.contains("my_add (f32) FAIL at ") && said.contains("at shapes: "), "{said}");
 }
+
+#[test]
+fn timings_split_each_records_time_into_phases_in_the_table_and_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let (code, lines, stderr) = contracts(&["--only", "tf_add", "--timings", "--report", report.to_str().unwrap()]);
+    assert_eq!(code, 0, "{lines:?}\n{stderr}");
+    let table = lines.iter().position(|l| l.starts_with("timings: ")).expect("a timings table");
+    let header = &lines[table + 1];
+    for phase in ["inputs", "upload", "launches", "download", "oracle", "gates", "other"] {
+        assert!(header.contains(phase), "{header}");
+    }
+    let rows: Vec<_> = lines[table + 2..].iter().take_while(|l| !l.starts_with("ran ")).collect();
+    assert!(rows.iter().any(|r| r.contains("tf_add / ")), "{rows:?}");
+    assert!(rows.iter().any(|r| r.contains("(control: ")), "{rows:?}");
+    assert!(rows.last().unwrap().contains("summed over records"), "{rows:?}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    for record in json["records"].as_array().unwrap() {
+        let phases = &record["phases"];
+        assert!(phases["launches"].as_f64().unwrap() > 0.0 && phases["gates"].as_f64().unwrap() > 0.0, "{record}");
+        let summed: f64 = ["inputs", "upload", "launches", "download", "oracle", "gates"].iter().map(|p| phases[p].as_f64().unwrap()).sum();
+        assert!(summed <= record["seconds"].as_f64().unwrap() + 1e-3, "phases sum past the record's wall time: {record}");
+    }
+}

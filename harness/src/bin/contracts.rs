@@ -104,6 +104,10 @@ struct Flags {
     /// distance between the two backends' outputs in the JSON report.
     #[arg(long, global = true)]
     compare_host: bool,
+    /// After the run, a table of where the time went: the records and controls by wall time,
+    /// each split into inputs, copies to and from the device, launches, oracle and gates.
+    #[arg(long, global = true)]
+    timings: bool,
     /// Print the README's table of ops under contract and exit.
     #[arg(long, global = true)]
     ops_table: bool,
@@ -140,6 +144,9 @@ struct Flags {
     #[arg(long, global = true, hide = true)]
     coverage_build: bool,
 }
+
+/// Records and controls `--timings` lists, the slowest first.
+const TIMINGS_ROWS: usize = 20;
 
 #[derive(clap::Subcommand, Debug)]
 enum Subcommand {
@@ -628,6 +635,11 @@ fn run(flags: &Flags) -> Result<i32> {
     let report_path = flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("{}.json", run.arch)));
     let written = report::write_json(&report_path, &run, &summary);
     let shown = harness::text::escaped(&report_path.strip_prefix(&root).unwrap_or(&report_path).display().to_string()).into_owned();
+    if flags.timings {
+        for line in harness::phases::timings_table(&run, TIMINGS_ROWS) {
+            say!("{line}");
+        }
+    }
     say!(
         "ran {} records and {} controls in {:.2} s (kernel builds {:.2} s, launches and gates {:.2} s); report {}",
         run.records.len(),

@@ -1,0 +1,116 @@
+//! Where a record's time goes: each case's wall time split into the phases of `run_case`
+//! (inputs, copies to and from the device, launches, oracle, gates), summed per record, and
+//! the `--timings` table that ranks records by them.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::runner::RunReport;
+
+/// Seconds spent in each phase of one case, or summed over a record's cases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Generating the inputs (or taking them from the run's cache) and decoding them to f64.
+    pub inputs: f64,
+    /// Copying inputs to the device and poisoning outputs before each launch.
+    pub upload: f64,
+    pub launches: f64,
+    /// Copying outputs back after each launch, and inputs back to see they did not change.
+    pub download: f64,
+    pub oracle: f64,
+    /// Every comparison: repeats, the oracle's tolerance, non-finite outputs, guard bands.
+    pub gates: f64,
+}
+
+impl Phases {
+    pub fn add(&mut self, other: &Phases) {
+        self.inputs += other.inputs;
+        self.upload += other.upload;
+        self.launches += other.launches;
+        self.download += other.download;
+        self.oracle += other.oracle;
+        self.gates += other.gates;
+    }
+
+    pub fn total(&self) -> f64 {
+        self.inputs + self.upload + self.launches + self.download + self.oracle + self.gates
+    }
+
+    fn columns(&self) -> [f64; 6] {
+        [self.inputs, self.upload, self.launches, self.download, self.oracle, self.gates]
+    }
+}
+
+/// A running clock whose laps are charged to phases: `phases.oracle += lap.take()`.
+pub struct Lap(Instant);
+
+impl Lap {
+    pub fn start() -> Lap {
+        Lap(Instant::now())
+    }
+
+    /// Seconds since the last lap (or the start), and a new lap begins.
+    pub fn take(&mut self) -> f64 {
+        let now = Instant::now();
+        let seconds = now.duration_since(self.0).as_secs_f64();
+        self.0 = now;
+        seconds
+    }
+}
+
+const HEADINGS: [&str; 6] = ["inputs", "upload", "launches", "download", "oracle", "gates"];
+
+/// The `--timings` table: the run's builds, then every record and control by its wall time
+/// (the slowest first, at most `rows`), each split into its phases; `other` is what the
+/// phases do not hold (the record's process starting, its module loading, live limits).
+pub fn timings_table(run: &RunReport, rows: usize) -> Vec<String> {
+    let mut lines = vec![format!(
+        "timings: {:.2} s in all, kernel builds {:.2} s ({} modules), records and controls {:.2} s",
+        run.timing.total_seconds, run.timing.build_seconds, run.timing.modules_built, run.timing.run_seconds
+    )];
+    let mut results: Vec<_> = run.records.iter().chain(&run.controls).collect();
+    results.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    let header = format!("{:>8} {}{:>8}  record", "seconds", HEADINGS.map(|h| format!("{h:>9}")).concat(), "other");
+    lines.push(header);
+    let mut sum = Phases::default();
+    let mut seconds = 0.0;
+    for r in &results {
+        sum.add(&r.phases);
+        seconds += r.seconds;
+    }
+    let row = |total: f64, phases: &Phases, name: &str| {
+        let cells: String = phases.columns().iter().map(|s| format!("{s:>9.3}")).collect();
+        format!("{total:>8.3} {cells}{:>8.3}  {name}", (total - phases.total()).max(0.0))
+    };
+    for r in results.iter().take(rows) {
+        let name = match &r.control {
+            Some(c) => format!("{} (control: {})", r.op, c.bug),
+            None => format!("{} / {}", r.op, r.record),
+        };
+        lines.push(row(r.seconds, &r.phases, &name));
+    }
+    if results.len() > rows {
+        lines.push(format!("... {} more", results.len() - rows));
+    }
+    lines.push(row(seconds, &sum, &format!("all {} (summed over records; with --jobs they overlap)", results.len())));
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn laps_are_charged_once_and_phases_add_up() {
+        let mut lap = Lap::start();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let first = lap.take();
+        let second = lap.take();
+        assert!(first >= 0.005 && second < first, "{first} {second}");
+        let mut a = Phases { inputs: 1.0, gates: 2.0, ..Phases::default() };
+        a.add(&Phases { inputs: 0.5, oracle: 0.25, ..Phases::default() });
+        assert_eq!(a, Phases { inputs: 1.5, oracle: 0.25, gates: 2.0, ..Phases::default() });
+        assert_eq!(a.total(), 3.75);
+    }
+}
