@@ -188,6 +188,7 @@ fn test(args: &[String]) -> Result<(), String> {
     let root = workspace_root(&cargo)?;
     let log = std::env::temp_dir().join(format!("kernel-contracts-not-run-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
+    fuzz_lock_is_current(&cargo, &root)?;
     let status = Command::new(&cargo)
         .args(["test", "--workspace", "--locked"])
         .args(args)
@@ -209,6 +210,24 @@ fn test(args: &[String]) -> Result<(), String> {
     }
     if !not_run.is_empty() {
         return Err(format!("{} test(s) did not run for a missing toolchain; the suite is not green", not_run.len()));
+    }
+    Ok(())
+}
+
+/// The fuzz crate sits outside the workspace with its own Cargo.lock; a dependency added to
+/// an engine crate changes it, and the fuzz run refuses a lock it would rewrite. Said here,
+/// in seconds, rather than after the whole suite.
+fn fuzz_lock_is_current(cargo: &str, root: &Path) -> Result<(), String> {
+    let out = Command::new(cargo)
+        .args(["metadata", "--locked", "--format-version", "1", "--manifest-path"])
+        .arg(root.join("fuzz").join("Cargo.toml"))
+        .output()
+        .map_err(|e| format!("`{cargo} metadata` did not start: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "fuzz/Cargo.lock is out of date with the crates it builds (run `cargo metadata --manifest-path fuzz/Cargo.toml` and commit the lock): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     Ok(())
 }
