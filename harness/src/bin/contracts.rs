@@ -156,10 +156,6 @@ enum Subcommand {
     /// Line and branch coverage of every kernel source by its own contract's cases (host
     /// backend, GCC's gcov), held to the floor and accepted exceptions of `coverage.toml`.
     Coverage,
-    /// Mutation testing: one-change mutants of every kernel (and common.h), each run against
-    /// its op's records; prints survivors, a kill matrix, the score per op and a SUMMARY
-    /// line, writes reports/last/mutate-<arch>.json, and exits 1 below the floor in
-    /// mutants.toml. `--seed` seeds the sample; the runs use the default input seed.
     /// Write a starting contract for a kernel of the kernels folder, read off its signature
     /// (`contracts/<symbol>.toml`, never over an existing file): its `[tensors]` and `[kernel]`
     /// argument list guessed, everything else a `?` to fill in.
@@ -169,6 +165,10 @@ enum Subcommand {
         /// Its `extern "C" __global__` function.
         symbol: String,
     },
+    /// Mutation testing: one-change mutants of every kernel (and common.h), each run against
+    /// its op's records; prints survivors, a kill matrix, the score per op and a SUMMARY
+    /// line, writes reports/last/mutate-<arch>.json, and exits 1 below the floor in
+    /// mutants.toml. `--seed` seeds the sample; the runs use the default input seed.
     Mutate {
         /// Run this many mutants, chosen with `--seed` over every file and operator (default: all).
         #[arg(long, value_name = "N")]
