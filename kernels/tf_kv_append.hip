@@ -1,6 +1,6 @@
 // New K and V rows written into a paged KV cache at given slots. The cache is
 // [pages, page_size, d] in f16 or bf16; slot s is row s % page_size of page s / page_size.
-// A negative slot is a padding row and is not written; when two new rows name the same
+// A slot outside the cache (negative: a padding row) is not written; when two new rows name the same
 // slot, the later one wins, so every input has one result.
 //
 // The op copies the cache it is given (cache_in) to the cache it returns, and writes the new

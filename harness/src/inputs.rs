@@ -88,9 +88,11 @@ pub enum Row {
 }
 
 /// A value `fill_row` writes: a number, or one the tensor's type decides.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Fill {
     Number(f64),
+    /// A shape expression's value (`pages * page_size`: the first slot past a cache).
+    Shape(Expr),
     /// The largest finite value of the type (`max`), or its negative (`-max`).
     Max {
         negative: bool,
@@ -127,6 +129,10 @@ pub enum Modifier {
     /// In every chunk of `n` elements of every row (the whole row without `n`), the largest
     /// (or smallest) element is swapped into the chunk's last place.
     ExtremeLast { largest: bool, chunk: Option<Expr> },
+    /// Row i's last element becomes the row's largest plus `gap`: one element dominating the
+    /// rest (an attention sink), so that in a max-shifted sum every other weight underflows,
+    /// and a max that misses the last element overflows instead of rounding differently.
+    OutlierLast(Row, f64),
     /// A NaN (every payload bit set) at the first element, +Inf at the last and -Inf at a
     /// seeded element between them: the non-finite gate's planted inputs. A loop that skips
     /// its first or last element, or lets a NaN stand for a value, misses one of them.
@@ -275,7 +281,10 @@ impl Modifier {
                     "max" => Fill::Max { negative: false },
                     "-max" => Fill::Max { negative: true },
                     "tiny" => Fill::Tiny,
-                    other => Fill::Number(number(other)?),
+                    other => match other.parse::<f64>() {
+                        Ok(_) => Fill::Number(number(other)?),
+                        Err(_) => Fill::Shape(Expr::parse(other).map_err(|e| format!("`{part}`: `{other}` is not a number or a shape expression: {e}"))?),
+                    },
                 };
                 Ok(Modifier::FillRow(row(i)?, fill))
             }
@@ -296,13 +305,14 @@ impl Modifier {
                 let chunk = args.first().map(|a| Expr::parse(a).map_err(|e| format!("`{part}`: {e}"))).transpose()?;
                 Ok(Modifier::ExtremeLast { largest: name == "max_last", chunk })
             }
+            ("outlier_last", [i, gap]) => Ok(Modifier::OutlierLast(row(i)?, number(gap)?)),
             ("nonfinite", []) => Ok(Modifier::NonFinite),
             ("edges", []) if generator.is_integer() => Ok(Modifier::Edges),
             ("edges", []) => Err(format!("`{part}` applies to int(...) inputs only")),
             _ => Err(format!(
                 "unknown modifier `{part}` (zero_row(i), scale_row(i, s), fill_row(i, v), negative_row(i), subnormal_row(i), \
                  near_max_row(i), band_row(i, low, high), ascending_row(i), descending_row(i), ties, max_last(n), min_last(n), \
-                 edges, nonfinite)"
+                 outlier_last(i, gap), edges, nonfinite)"
             )),
         }
     }
@@ -319,6 +329,7 @@ impl Modifier {
             Modifier::FillRow(r, fill) => {
                 let value = match (fill, limits) {
                     (Fill::Number(v), _) => *v,
+                    (Fill::Shape(e), _) => e.evaluate(symbols)? as f64,
                     (Fill::Max { negative }, Some((max, _, _))) => {
                         if *negative {
                             -max
@@ -396,6 +407,13 @@ impl Modifier {
                         t.swap(extreme, end - 1);
                     }
                 }
+            }
+            Modifier::OutlierLast(r, gap) => {
+                let range = t.row(*r)?;
+                let last = range.end - 1;
+                let largest = range.map(|i| t.get(i)).fold(f64::NEG_INFINITY, f64::max);
+                let max = limits.map_or(f64::MAX, |(max, _, _)| max);
+                t.set(last, (largest + gap).clamp(-max, max));
             }
             Modifier::NonFinite => {
                 let (last, inf) = (t.len() - 1, f64::INFINITY);
@@ -676,6 +694,11 @@ mod tests {
         assert!(v[..7].windows(2).all(|w| w[0] <= w[1]) && v[7..].windows(2).all(|w| w[0] >= w[1]), "{v:?}");
         let v = f32s(&planted("normal(0, 1) | min_last", DType::F32, &[2, 7]));
         assert!(v[..7].iter().all(|x| *x >= v[6]) && v[7..].iter().all(|x| *x >= v[13]), "{v:?}");
+        let v = f32s(&planted("normal(0, 1) | outlier_last(last, 100)", DType::F32, &[2, 7]));
+        let rest = v[7..13].iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        assert!((v[13] - rest - 100.0).abs() < 1e-4 && v[..7].iter().all(|x| x.abs() < 10.0), "only the last row: {v:?}");
+        let h = f32s(&planted("normal(0, 1) | outlier_last(0, 1e9)", DType::F32, &[1, 3]));
+        assert_eq!(h[2], 1e9 + h[..2].iter().copied().fold(f32::NEG_INFINITY, f32::max));
     }
 
     #[test]
