@@ -309,10 +309,13 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // `--fail-fast`: set at the first red record; no unit starts after it
     let stopped = std::sync::atomic::AtomicBool::new(false);
     let (sender, results) = mpsc::channel::<(usize, Option<RecordResult>)>();
+    // held by a unit whose records run GPU-only cases: each such case holds gigabytes of
+    // inputs, read-backs and oracle values in host memory, so two at once could exhaust it
+    let large_cases = std::sync::Mutex::new(());
     std::thread::scope(|scope| {
         for _ in 0..settings.jobs.clamp(1, units.len().max(1)) {
             let sender = sender.clone();
-            let (units, next_unit, unbuilt, stopped) = (&units, &next_unit, &unbuilt, &stopped);
+            let (units, next_unit, unbuilt, stopped, large_cases) = (&units, &next_unit, &unbuilt, &stopped, &large_cases);
             scope.spawn(move || {
                 loop {
                     if stopped.load(std::sync::atomic::Ordering::Relaxed) {
@@ -337,6 +340,8 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         None => {
                             let timeout = time_limit(settings, contract, *control);
                             let unit = Unit { command, settings, info, contract, control: *control, timeout };
+                            let large = control.is_none() && runner::runs_gpu_only_cases(contract, &info.arch);
+                            let _one_at_a_time = large.then(|| large_cases.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
                             supervise(&unit, records.clone(), &mut emit);
                         }
                     }

@@ -528,7 +528,7 @@ pub(crate) fn load(
         on_event(&Event::NotApplicable { arch, controls: &not_applicable });
     }
     report.controls_not_applicable = not_applicable.clone();
-    let not_run: Vec<String> = contracts.iter().flat_map(|c| cases_not_run(c, arch)).collect();
+    let not_run: Vec<String> = contracts.iter().flat_map(|c| cases_not_run(c, arch, false)).collect();
     if !not_run.is_empty() {
         on_event(&Event::CasesNotRun { arch, cases: &not_run });
     }
@@ -537,18 +537,31 @@ pub(crate) fn load(
     (contracts, controls)
 }
 
-/// The cases of a contract that `arch` does not run, each as `file shapes.cases[i] {..}: why`.
-pub fn cases_not_run(contract: &Contract, arch: &str) -> Vec<String> {
-    if !arch.starts_with("host") {
-        return Vec::new();
-    }
+/// Whether a case runs on `arch`, for a contract's record or for a control. A GPU-only case
+/// runs on a GPU for the contract's own records only: a control proves its gate on the
+/// ordinary cases, and a GPU-only case costs tens of seconds and gigabytes each time.
+pub fn case_runs(case: &Case, arch: &str, control: bool) -> bool {
+    case.gpu_only.is_none() || !(arch.starts_with("host") || control)
+}
+
+/// Whether a contract's records run a GPU-only case on `arch` (an isolated run then runs
+/// such contracts one at a time).
+pub fn runs_gpu_only_cases(contract: &Contract, arch: &str) -> bool {
+    contract.cases.iter().any(|c| c.gpu_only.is_some() && case_runs(c, arch, false))
+}
+
+/// The cases of a contract that `arch` does not run, each as `file shapes.cases[i] {..}: why`
+/// (for a control, also the GPU-only cases a GPU runs for the records).
+pub fn cases_not_run(contract: &Contract, arch: &str, control: bool) -> Vec<String> {
     contract
         .cases
         .iter()
         .enumerate()
+        .filter(|(_, c)| !case_runs(c, arch, control))
         .filter_map(|(i, c)| {
             let why = c.gpu_only.as_ref()?;
-            Some(format!("{} shapes.cases[{i}] {}: GPU-only ({why})", contract.file, c.describe(contract.op)))
+            let whose = if arch.starts_with("host") { "" } else { ", run for the records, not for controls" };
+            Some(format!("{} shapes.cases[{i}] {}: GPU-only ({why}){whose}", contract.file, c.describe(contract.op)))
         })
         .collect()
 }
@@ -807,10 +820,9 @@ pub(crate) fn run_record(
     let started = Instant::now();
     let mut result = new_result(contract, record, control, gates_run);
     let arch = backend.arch();
-    result.cases_not_run = cases_not_run(contract, &arch);
-    let on_host = arch.starts_with("host");
+    result.cases_not_run = cases_not_run(contract, &arch, control.is_some());
     let plain: Vec<(usize, Inputs)> = (0..contract.cases.len())
-        .filter(|i| !(on_host && contract.cases[*i].gpu_only.is_some()))
+        .filter(|i| case_runs(&contract.cases[*i], &arch, control.is_some()))
         .map(|i| (i, Inputs::AsGenerated))
         .collect();
     let planted = nonfinite_cases(contract).into_iter().map(|i| (i, Inputs::NonFinitePlanted));
@@ -1537,5 +1549,23 @@ mod tests {
         // poisons and block orders differ between every two of them too
         let poisons: Vec<u8> = (0..3).map(output_poison).collect();
         assert!(poisons[0] != poisons[1] && poisons[1] != poisons[2] && poisons[0] != poisons[2]);
+    }
+
+    #[test]
+    fn a_gpu_only_case_runs_on_a_gpu_for_the_records_only_and_never_on_the_host() {
+        let settings = tests_settings();
+        let contract = Contract::load(&settings.contracts_dir.join("tf_embed_dense.toml"), "contracts/tf_embed_dense.toml").unwrap();
+        let gpu_only = contract.cases.iter().position(|c| c.gpu_only.is_some()).expect("tf_embed_dense has a GPU-only case");
+        let case = &contract.cases[gpu_only];
+        assert!(case_runs(case, "sm_90", false) && case_runs(case, "gfx1201", false));
+        assert!(!case_runs(case, "sm_90", true) && !case_runs(case, "host-x86_64", false) && !case_runs(case, "host-x86_64", true));
+        assert!(contract.cases.iter().filter(|c| c.gpu_only.is_none()).all(|c| case_runs(c, "host-x86_64", true)));
+        assert!(runs_gpu_only_cases(&contract, "sm_90") && !runs_gpu_only_cases(&contract, "host-x86_64"));
+        assert!(cases_not_run(&contract, "sm_90", false).is_empty());
+        let for_controls = cases_not_run(&contract, "sm_90", true);
+        assert_eq!(for_controls.len(), 1, "{for_controls:?}");
+        assert!(for_controls[0].contains(&format!("shapes.cases[{gpu_only}]")) && for_controls[0].ends_with("run for the records, not for controls"));
+        let on_host = cases_not_run(&contract, "host-x86_64", true);
+        assert!(on_host.len() == 1 && on_host[0].ends_with(')'), "{on_host:?}");
     }
 }
