@@ -110,7 +110,8 @@ impl Tensor {
         self.buffer.read(0, &mut before)?;
         self.buffer.read(GUARD_BYTES + self.bytes(), &mut after)?;
         // the common case, a whole band: one comparison of each side
-        if before == guard_fill(self.dtype, self.guard_id, GuardSide::Before) && after == guard_fill(self.dtype, self.guard_id, GuardSide::After)
+        if before == guard_fill(self.dtype, self.guard_id, GuardSide::Before)
+            && after == guard_fill(self.dtype, self.guard_id, GuardSide::After)
         {
             return Ok(None);
         }

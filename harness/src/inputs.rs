@@ -283,7 +283,9 @@ impl Modifier {
                     "tiny" => Fill::Tiny,
                     other => match other.parse::<f64>() {
                         Ok(_) => Fill::Number(number(other)?),
-                        Err(_) => Fill::Shape(Expr::parse(other).map_err(|e| format!("`{part}`: `{other}` is not a number or a shape expression: {e}"))?),
+                        Err(_) => Fill::Shape(
+                            Expr::parse(other).map_err(|e| format!("`{part}`: `{other}` is not a number or a shape expression: {e}"))?,
+                        ),
                     },
                 };
                 Ok(Modifier::FillRow(row(i)?, fill))

@@ -1564,7 +1564,10 @@ mod tests {
         assert!(cases_not_run(&contract, "sm_90", false).is_empty());
         let for_controls = cases_not_run(&contract, "sm_90", true);
         assert_eq!(for_controls.len(), 1, "{for_controls:?}");
-        assert!(for_controls[0].contains(&format!("shapes.cases[{gpu_only}]")) && for_controls[0].ends_with("run for the records, not for controls"));
+        assert!(
+            for_controls[0].contains(&format!("shapes.cases[{gpu_only}]"))
+                && for_controls[0].ends_with("run for the records, not for controls")
+        );
         let on_host = cases_not_run(&contract, "host-x86_64", true);
         assert!(on_host.len() == 1 && on_host[0].ends_with(')'), "{on_host:?}");
     }
