@@ -1,6 +1,7 @@
 //! Shape expressions: integer arithmetic over shape symbols (`n * k`, `ceil_div(keys, tile)`),
-//! used by op signatures and contracts. Checked arithmetic, bounded size and depth, so any
-//! input gives a value or an error, never a panic or an unbounded allocation.
+//! used by op signatures and contracts, and conditions over them (`tiles <= 1024`, `bits in
+//! [2, 4, 8]`) that a kernel needs of its shapes. Checked arithmetic, bounded size and depth,
+//! so any input gives a value or an error, never a panic or an unbounded allocation.
 
 use std::collections::BTreeMap;
 
@@ -123,6 +124,153 @@ impl std::fmt::Display for Expr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&show(self))
     }
+}
+
+/// A condition a kernel needs of its shapes: two expressions compared (`tiles <= 1024`,
+/// `d % 2 == 0`), or one that must be one of a list (`bits in [2, 3, 4, 6, 8]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    /// As written: refusals quote it.
+    pub text: String,
+    pub left: Expr,
+    pub test: Test,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Test {
+    Compare(Comparison, Expr),
+    OneOf(Vec<Expr>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Comparison {
+    Equal,
+    NotEqual,
+    Less,
+    AtMost,
+    Greater,
+    AtLeast,
+}
+
+/// Two-character operators first, so `<=` is not read as `<`.
+const COMPARISONS: [(&str, Comparison); 6] = [
+    ("==", Comparison::Equal),
+    ("!=", Comparison::NotEqual),
+    ("<=", Comparison::AtMost),
+    (">=", Comparison::AtLeast),
+    ("<", Comparison::Less),
+    (">", Comparison::Greater),
+];
+
+impl Condition {
+    pub fn parse(text: &str) -> Result<Condition, EngineError> {
+        if text.len() > MAX_LENGTH {
+            let head: String = text.chars().take(64).collect();
+            return Err(error(&head, format!("longer than {MAX_LENGTH} characters")));
+        }
+        // an error inside one side names the whole condition
+        let side = |part: &str| Expr::parse(part).map_err(|e| within(text, e));
+        let condition = |left, test| Ok(Condition { text: text.trim().to_string(), left, test });
+        // no expression holds `=`, `!`, `<` or `>`: the first one starts the comparison
+        if let Some(at) = text.find(['=', '!', '<', '>']) {
+            let rest = &text[at..];
+            let Some((symbol, comparison)) = COMPARISONS.iter().find(|(s, _)| rest.starts_with(s)) else {
+                let written: String = rest.chars().take(2).collect();
+                return Err(error(text, format!("`{written}` is no comparison (==, !=, <, <=, >, >=)")));
+            };
+            return condition(side(&text[..at])?, Test::Compare(*comparison, side(&rest[symbol.len()..])?));
+        }
+        let Some((left, list)) = split_at_in(text) else {
+            return Err(error(text, "no comparison: write `a <= b` (==, !=, <, <=, >, >=) or `a in [x, y]`"));
+        };
+        let inner = list.trim().strip_prefix('[').and_then(|l| l.strip_suffix(']'));
+        let inner = inner.ok_or_else(|| error(text, "`in` takes a list in brackets: `bits in [2, 4, 8]`"))?;
+        if inner.trim().is_empty() {
+            return Err(error(text, "`in` an empty list holds for nothing"));
+        }
+        let values = split_top_level(inner).into_iter().map(side).collect::<Result<_, _>>()?;
+        condition(side(left)?, Test::OneOf(values))
+    }
+
+    /// Every symbol the condition reads, in order of first use.
+    pub fn symbols(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.left.collect(&mut out);
+        match &self.test {
+            Test::Compare(_, right) => right.collect(&mut out),
+            Test::OneOf(values) => values.iter().for_each(|v| v.collect(&mut out)),
+        }
+        out
+    }
+
+    /// Whether it holds for these symbols; an error where a side has no value.
+    pub fn holds(&self, symbols: &Symbols) -> Result<bool, String> {
+        let left = self.left.evaluate(symbols)?;
+        match &self.test {
+            Test::Compare(comparison, right) => {
+                let right = right.evaluate(symbols)?;
+                Ok(match comparison {
+                    Comparison::Equal => left == right,
+                    Comparison::NotEqual => left != right,
+                    Comparison::Less => left < right,
+                    Comparison::AtMost => left <= right,
+                    Comparison::Greater => left > right,
+                    Comparison::AtLeast => left >= right,
+                })
+            }
+            Test::OneOf(values) => {
+                for value in values {
+                    if value.evaluate(symbols)? == left {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// Nothing when it holds, else why not, naming the condition and the values it read:
+    /// ``` `tiles <= 1024` does not hold: tiles = 2000 ```.
+    pub fn check(&self, symbols: &Symbols) -> Result<(), String> {
+        match self.holds(symbols) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                let values: Vec<String> = self.symbols().iter().filter_map(|s| symbols.get(*s).map(|v| format!("{s} = {v}"))).collect();
+                Err(format!("`{}` does not hold: {}", self.text, values.join(", ")))
+            }
+            Err(e) => Err(format!("`{}`: {e}", self.text)),
+        }
+    }
+}
+
+/// An expression's parse error restated for the condition that holds it.
+fn within(condition: &str, e: EngineError) -> EngineError {
+    match e {
+        EngineError::ShapeExpression { reason, .. } => error(condition, reason),
+        other => other,
+    }
+}
+
+/// `left in [list]`: the text before and after the last `in` that is a word of its own,
+/// outside parentheses and brackets (so a symbol may still be called `in`).
+fn split_at_in(text: &str) -> Option<(&str, &str)> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut depth = 0i32;
+    let mut found = None;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            _ if depth == 0 && text[i..].starts_with("in") => {
+                let (before, after) = (&text[..i], &text[i + 2..]);
+                if !before.ends_with(word) && !after.starts_with(word) {
+                    found = Some((before, after));
+                }
+            }
+            _ => {}
+        }
+    }
+    found
 }
 
 /// A comma-separated list of dimensions, e.g. `rows, tiles * d`; `""` is a scalar.
@@ -371,6 +519,50 @@ mod tests {
         assert!(Expr::parse(&deep).unwrap_err().to_string().contains("nested deeper"));
         let deeper = "(".repeat(100_000) + "1" + &")".repeat(100_000);
         assert!(Expr::parse(&deeper).unwrap_err().to_string().contains("longer than 1024 characters"));
+    }
+
+    #[test]
+    fn conditions_compare_or_look_up_and_say_why_they_fail() {
+        let s = symbols(&[("tiles", 2000), ("d", 64), ("bits", 5), ("k", 96), ("in", 2)]);
+        let holds = |text: &str| Condition::parse(text).unwrap().holds(&s);
+        assert_eq!(holds("tiles <= 1024"), Ok(false));
+        assert_eq!(holds("d % 2 == 0"), Ok(true));
+        assert_eq!(holds("d != 64"), Ok(false));
+        assert_eq!(holds("k * bits % 32 == 0"), Ok(true));
+        assert_eq!(holds("min(tiles, d) >= 64"), Ok(true));
+        assert_eq!(holds("d < tiles"), Ok(true));
+        assert_eq!(holds("bits in [2, 3, 4, 6, 8]"), Ok(false));
+        assert_eq!(holds("k / 32 in [1, d / 32, 3]"), Ok(true));
+        assert_eq!(holds("in in [1, 2]"), Ok(true), "a symbol may be called `in`");
+        assert_eq!(Condition::parse(" tiles <= 1024 ").unwrap().text, "tiles <= 1024");
+        let why = Condition::parse("tiles + d <= 1024").unwrap().check(&s).unwrap_err();
+        assert_eq!(why, "`tiles + d <= 1024` does not hold: tiles = 2000, d = 64");
+        assert_eq!(Condition::parse("bits in [2, 4]").unwrap().check(&s).unwrap_err(), "`bits in [2, 4]` does not hold: bits = 5");
+        assert_eq!(Condition::parse("d / (d - 64) == 1").unwrap().check(&s).unwrap_err(), "`d / (d - 64) == 1`: division by zero");
+        assert_eq!(Condition::parse("tiles <= width").unwrap().symbols(), ["tiles", "width"]);
+        assert!(Condition::parse("d % 2 == 0").unwrap().check(&s).is_ok());
+    }
+
+    #[test]
+    fn a_malformed_condition_is_an_error_that_quotes_it() {
+        for (bad, words) in [
+            ("tiles", "no comparison"),
+            ("tiles = 1024", "`= ` is no comparison"),
+            ("tiles => 3", "`=>` is no comparison"),
+            ("!tiles", "`!t` is no comparison"),
+            ("tiles <= ", "ends where a number or symbol was expected"),
+            ("< 3", "ends where a number or symbol was expected"),
+            ("tiles <= 3 <= 4", "unexpected `<= 4`"),
+            ("bits in 2, 4", "a list in brackets"),
+            ("bits in []", "an empty list"),
+            ("bits in [2, ]", "ends where"),
+            ("bits in [2, 4] == 1", "unexpected"),
+        ] {
+            let e = Condition::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(words), "{bad}: {e}");
+            assert!(e.starts_with(&format!("shape expression `{bad}`")), "{bad}: {e}");
+        }
+        assert!(Condition::parse(&"a".repeat(2000)).unwrap_err().to_string().contains("longer than 1024"));
     }
 
     /// Fuzzing found it: an over-long expression whose 64th byte falls inside a character

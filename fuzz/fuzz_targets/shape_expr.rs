@@ -1,12 +1,13 @@
-//! Fuzz target: shape expressions parse and evaluate to a value or an error for any text and
-//! any symbol values, never an overflow panic, a division-by-zero panic, a stack overflow
-//! from deep nesting, a hang or an unbounded allocation.
+//! Fuzz target: shape expressions, and the conditions over them that a contract's `[kernel]`
+//! requires, parse and evaluate to a value or an error for any text and any symbol values,
+//! never an overflow panic, a division-by-zero panic, a stack overflow from deep nesting, a
+//! hang or an unbounded allocation.
 //!
 //! Input layout: the first bytes pick the symbols' values (one byte each, from a table of
 //! edge values), the rest is the expression as UTF-8 text.
 #![no_main]
 
-use engine::shape_expr::{Expr, ShapeExpr, Symbols};
+use engine::shape_expr::{Condition, Expr, ShapeExpr, Symbols};
 use libfuzzer_sys::fuzz_target;
 
 /// The symbols the engine's op signatures use most; an expression may name others, which
@@ -33,5 +34,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(shape) = ShapeExpr::parse(text) {
         let _ = shape.symbols();
         let _ = shape.evaluate(&symbols);
+    }
+    if let Ok(condition) = Condition::parse(text) {
+        let _ = condition.symbols();
+        let _ = condition.check(&symbols);
     }
 });
