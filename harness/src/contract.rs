@@ -18,6 +18,9 @@ use crate::limits::{self, Limits};
 use crate::oracle::{self, Oracle};
 use crate::tolerance::Tolerance;
 
+mod kernel;
+use kernel::{RawKernel, RawTensor};
+
 /// A tensor larger than this is refused before anything is allocated.
 pub const MAX_TENSOR_BYTES: usize = 1 << 30;
 
@@ -175,28 +178,6 @@ struct RawContract {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawKernel {
-    source: Spanned<String>,
-    symbol: Spanned<String>,
-    args: Spanned<Vec<Spanned<String>>>,
-    grid: Spanned<Vec<Spanned<toml::Value>>>,
-    block: Spanned<Vec<Spanned<toml::Value>>>,
-    shared: Option<Spanned<toml::Value>>,
-    /// Scalar parameters: `eps = "float"`, or `{ kind = "float", default = 1e-6 }`.
-    #[serde(default)]
-    params: BTreeMap<String, Spanned<toml::Value>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTensor {
-    role: Spanned<String>,
-    dtypes: Spanned<Vec<Spanned<String>>>,
-    shape: Spanned<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawNonfinite {
     policy: Spanned<String>,
     reason: Option<String>,
@@ -248,160 +229,6 @@ struct RawFinding {
     matches: Option<Spanned<String>>,
     cases: Option<Spanned<Vec<Spanned<i64>>>>,
     reason: String,
-}
-
-/// The op a contract describes as data: its `[tensors]` (in the file's order) and `[kernel]`,
-/// checked here so every error names its key, then defined for the engine to find.
-fn data_op(
-    source: &Source,
-    raw: &RawContract,
-    kernel: &Spanned<RawKernel>,
-    tensors: &Spanned<BTreeMap<String, Spanned<RawTensor>>>,
-) -> Result<&'static OpSpec, ContractError> {
-    use engine::ops::data::{DataOp, DataTensor, KernelArgSpec, KernelSpec};
-    use engine::shape_expr::Expr;
-    let name = raw.op.get_ref().trim();
-    if !engine::ops::data::is_identifier(name) {
-        return Err(source.error(raw.op.span().start, "op", format!("`{name}` is not an op name (letters, digits and `_`)")));
-    }
-    // the table's keys in the file's order (serde's map is sorted)
-    let mut order: Vec<String> = source
-        .text
-        .parse::<toml_edit::DocumentMut>()
-        .ok()
-        .and_then(|doc| doc.get("tensors").and_then(|t| t.as_table_like()).map(|t| t.iter().map(|(k, _)| k.to_string()).collect()))
-        .unwrap_or_default();
-    order.retain(|k| tensors.get_ref().contains_key(k));
-    for k in tensors.get_ref().keys() {
-        if !order.contains(k) {
-            order.push(k.clone());
-        }
-    }
-    let mut specs = Vec::new();
-    for tensor in &order {
-        let t = &tensors.get_ref()[tensor];
-        let key = |field: &str| format!("tensors.{tensor}.{field}");
-        // a kernel argument names it, and so does every later key
-        identifier_or(source, t.span().start, &format!("tensors.{tensor}"), tensor)?;
-        let role = match t.get_ref().role.get_ref().as_str() {
-            "input" => Role::Input,
-            "output" => Role::Output,
-            other => {
-                return Err(source.error(
-                    t.get_ref().role.span().start,
-                    key("role"),
-                    format!("role `{other}`: a tensor is an `input` or an `output` (an in-out tensor is not supported yet: give the input and the output as two tensors)"),
-                ));
-            }
-        };
-        let mut dtypes = Vec::new();
-        for d in t.get_ref().dtypes.get_ref() {
-            let dtype: DType =
-                d.get_ref().parse().map_err(|e: engine::EngineError| source.error(d.span().start, key("dtypes"), e.to_string()))?;
-            if !dtypes.contains(&dtype) {
-                dtypes.push(dtype);
-            }
-        }
-        if dtypes.is_empty() {
-            return Err(source.error(t.get_ref().dtypes.span().start, key("dtypes"), "name at least one dtype"));
-        }
-        let shape = t.get_ref().shape.get_ref().clone();
-        ShapeExpr::parse(&shape).map_err(|e| source.error(t.get_ref().shape.span().start, key("shape"), e.to_string()))?;
-        specs.push(DataTensor { name: tensor.clone(), role, dtypes, shape });
-    }
-    if !specs.iter().any(|t| t.role == Role::Output) {
-        return Err(source.error(tensors.span().start, "tensors", "an op needs at least one output tensor"));
-    }
-    let k = kernel.get_ref();
-    let file = k.source.get_ref();
-    let path = Path::new(file);
-    if file.is_empty() || path.is_absolute() || path.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
-        return Err(source.error(
-            k.source.span().start,
-            "kernel.source",
-            format!("`{file}`: a file in the kernels folder, named from it (no absolute path, no `..`)"),
-        ));
-    }
-    let symbol = k.symbol.get_ref();
-    if !engine::ops::data::is_identifier(symbol) {
-        return Err(source.error(k.symbol.span().start, "kernel.symbol", format!("`{symbol}` is not an `extern \"C\"` kernel name")));
-    }
-    let mut params: Vec<(String, bool, Option<f64>)> = Vec::new();
-    for (pname, v) in &k.params {
-        let pkey = format!("kernel.params.{pname}");
-        let bad = |why: &str| {
-            source.error(v.span().start, &pkey, format!("{why}: give `\"float\"`, `\"int\"` or `{{ kind = \"float\", default = 1e-6 }}`"))
-        };
-        let (kind, default) = match v.get_ref() {
-            toml::Value::String(kind) => (kind.as_str(), None),
-            toml::Value::Table(t) => {
-                if let Some(extra) = t.keys().find(|k| *k != "kind" && *k != "default") {
-                    return Err(bad(&format!("unknown key `{extra}`")));
-                }
-                let kind = t.get("kind").and_then(|k| k.as_str()).ok_or_else(|| bad("no `kind`"))?;
-                let default = match t.get("default") {
-                    None => None,
-                    Some(toml::Value::Float(f)) => Some(*f),
-                    Some(toml::Value::Integer(i)) => Some(*i as f64),
-                    Some(_) => return Err(bad("a `default` that is not a number")),
-                };
-                (kind, default)
-            }
-            _ => return Err(bad("not a kind")),
-        };
-        let integer = match kind {
-            "float" => false,
-            "int" => true,
-            other => return Err(bad(&format!("kind `{other}`"))),
-        };
-        identifier_or(source, v.span().start, &pkey, pname)?;
-        params.push((pname.clone(), integer, default));
-    }
-    let mut args = Vec::new();
-    for (i, a) in k.args.get_ref().iter().enumerate() {
-        let akey = format!("kernel.args[{i}]");
-        let arg = KernelArgSpec::parse(a.get_ref()).map_err(|e| source.error(a.span().start, &akey, e))?;
-        if let Some(t) = arg.tensor().filter(|t| !specs.iter().any(|s| s.name == *t)) {
-            let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-            return Err(source.error(a.span().start, &akey, format!("no tensor `{t}` in [tensors] (there: {})", names.join(", "))));
-        }
-        if let KernelArgSpec::Param(p) = &arg
-            && !params.iter().any(|(n, _, _)| n == p)
-        {
-            return Err(source.error(a.span().start, &akey, format!("no parameter `{p}` in kernel.params")));
-        }
-        args.push(arg);
-    }
-    let expression = |v: &Spanned<toml::Value>, key: &str| -> Result<Expr, ContractError> {
-        let text = match v.get_ref() {
-            toml::Value::Integer(n) => n.to_string(),
-            toml::Value::String(t) => t.clone(),
-            other => return Err(source.error(v.span().start, key, format!("a {}: give a number or a shape expression", other.type_str()))),
-        };
-        Expr::parse(&text).map_err(|e| source.error(v.span().start, key, e.to_string()))
-    };
-    let dims = |list: &Spanned<Vec<Spanned<toml::Value>>>, key: &str| -> Result<Vec<Expr>, ContractError> {
-        if !(1..=3).contains(&list.get_ref().len()) {
-            return Err(source.error(list.span().start, key, "one to three dimensions"));
-        }
-        list.get_ref().iter().enumerate().map(|(i, v)| expression(v, &format!("{key}[{i}]"))).collect()
-    };
-    let spec = KernelSpec {
-        args,
-        grid: dims(&k.grid, "kernel.grid")?,
-        block: dims(&k.block, "kernel.block")?,
-        dynamic_shared: k.shared.as_ref().map(|v| expression(v, "kernel.shared")).transpose()?,
-    };
-    let op = DataOp {
-        name: name.to_string(),
-        about: raw.about.clone(),
-        source: file.clone(),
-        symbol: symbol.clone(),
-        tensors: specs,
-        params,
-        kernel: spec,
-    };
-    engine::ops::data::define(op).map_err(|e| source.error(kernel.span().start, "kernel", e.to_string()))
 }
 
 /// `name` as a C identifier, else an error at `key`.
@@ -510,7 +337,7 @@ impl Contract {
         let raw: RawContract = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
 
         let op = match (&raw.kernel, &raw.tensors) {
-            (Some(kernel), Some(tensors)) => data_op(&source, &raw, kernel, tensors)?,
+            (Some(kernel), Some(tensors)) => kernel::data_op(&source, &raw, kernel, tensors)?,
             (Some(kernel), None) => {
                 return Err(source.error(kernel.span().start, "tensors", "a contract with [kernel] needs [tensors] too"));
             }
@@ -621,17 +448,8 @@ impl Contract {
                         }
                     },
                 };
-                if !value.is_finite() || (spec.integer && (value.fract() != 0.0 || value.abs() > i32::MAX as f64)) {
-                    return Err(source.error(
-                        at,
-                        pkey,
-                        format!(
-                            "`{}` = {value} is not {}",
-                            spec.name,
-                            if spec.integer { "a whole number that fits an int" } else { "finite" }
-                        ),
-                    ));
-                }
+                // finite, whole for an int, and within the limits the op's kernel gives it
+                spec.check(value).map_err(|e| source.error(at, pkey, e))?;
                 params.insert(spec.name.to_string(), value);
             }
             let given = r.params.iter().map(|(n, v)| (n, v, format!("{key}.params.{n}")));
@@ -646,6 +464,11 @@ impl Contract {
                         format!("op {} has no parameter `{name}` (its parameters: {known})", op.name),
                     ));
                 }
+            }
+            if let Some(kernel) = op.kernel {
+                kernel
+                    .check_dtypes(|t| dtypes.get(t).copied())
+                    .map_err(|e| source.error(spanned.span().start, format!("{key}.dtypes"), format!("record `{name}`: {e}")))?;
             }
             records.push(Record { name, dtypes, tolerances, params });
         }
@@ -719,6 +542,7 @@ impl Contract {
             }
             cases.push(Case { symbols, shapes: tensor_shapes, gpu_only });
         }
+        requires_hold(&source, op, &records, &cases, raw.shapes.cases.get_ref())?;
         if cases.iter().all(|c| c.gpu_only.is_some()) {
             return Err(source.error(raw.shapes.cases.span().start, "shapes.cases", "every case is GPU-only: the host would run nothing"));
         }
@@ -791,6 +615,29 @@ impl Contract {
     pub fn record(&self, name: &str) -> Option<&Record> {
         self.records.iter().find(|r| r.name == name)
     }
+}
+
+/// Every case meets the conditions the op's kernel requires (`kernel.requires`), for every
+/// record's parameters: a case the launch would refuse is refused here, where it is written.
+fn requires_hold(source: &Source, op: &OpSpec, records: &[Record], cases: &[Case], raw: &[RawCase]) -> Result<(), ContractError> {
+    let Some(kernel) = op.kernel else { return Ok(()) };
+    for ((i, case), written) in cases.iter().enumerate().zip(raw) {
+        for record in records {
+            let values = engine::ops::data::expression_values(op, &case.symbols, &record.params);
+            if let Err(unmet) = kernel.check_requires(&values) {
+                // a condition that reads a parameter holds or not by the record
+                let by_record = match &unmet {
+                    engine::ops::data::Unmet::Requires { index, .. } => {
+                        kernel.requires[*index].symbols().iter().any(|s| op.param(s).is_some())
+                    }
+                    _ => false,
+                };
+                let record = if by_record { format!(" (record `{}`)", record.name) } else { String::new() };
+                return Err(source.error(written.span().start, format!("shapes.cases[{i}]"), format!("{unmet}{record}")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One `[[finding]]`: it must name its tensor and a piece of the failure's message, and any
@@ -1257,7 +1104,10 @@ mod control_tests {
 mod tests {
     use super::*;
 
-    const GOOD: &str = r#"op = "tf_embed_dense"
+    /// A contract with no [kernel]: only an op of the engine's own (a library op) loads so.
+    macro_rules! good_body {
+        () => {
+            r#"op = "tf_embed_dense"
 about = "gather"
 
 [[record]]
@@ -1277,7 +1127,27 @@ policy = "propagate"
 [reference]
 oracle = "gather_rows"
 tolerance = "exact"
-"#;
+"#
+        };
+    }
+
+    /// tf_embed_dense as data, after the rest so that the lines the tests name stay put.
+    const GOOD: &str = concat!(
+        good_body!(),
+        r#"
+[tensors]
+table = { role = "input", dtypes = ["f32", "f16", "bf16"], shape = "vocab, k" }
+ids = { role = "input", dtypes = ["i32"], shape = "n" }
+out = { role = "output", dtypes = ["f32", "f16", "bf16"], shape = "n, k" }
+
+[kernel]
+source = "tf_embed_dense.hip"
+symbol = "tf_embed_dense"
+args = ["table", "dtype(table)", "ids", "int(n)", "int(k)", "out", "dtype(out)"]
+grid = ["ceil_div(n * k, 256)"]
+block = [256]
+"#
+    );
 
     fn error(text: &str) -> ContractError {
         Contract::parse("contracts/bad.toml", text).expect_err("malformed contract parsed")
@@ -1374,8 +1244,9 @@ tolerance = "exact"
 
     #[test]
     fn other_mistakes_are_named_too() {
+        let e = error(&good_body!().replace("op = \"tf_embed_dense\"", "op = \"tf_embed\""));
+        assert!(e.key == "op" && e.message.contains("unknown op `tf_embed` (the engine has: projection_bf16"), "{e}");
         let cases = [
-            ("op = \"tf_embed_dense\"", "op = \"tf_embed\"", "op", "unknown op"),
             ("tolerance = \"exact\"", "tolerance = \"rtol=1e-3\"", "reference.tolerance", "needs a stated reason"),
             ("tolerance = \"exact\"", "tolerance = \"close\"", "reference.tolerance", "unknown tolerance model"),
             ("oracle = \"gather_rows\"", "oracle = \"gather\"", "reference.oracle", "unknown oracle"),
@@ -1471,5 +1342,44 @@ tolerance = "exact"
         let e = error(&limits);
         assert!(e.key == "finding[0].tensor" && e.message.contains("tensor = \"kernel\""), "{e}");
         assert!(Contract::parse("c.toml", &limits.replace("tensor = \"out\"", "tensor = \"kernel\"")).is_ok());
+    }
+
+    /// GOOD under another op's name with `kernel` lines added after `block`: the tests below
+    /// change what a launch needs, which must not change tf_embed_dense for the rest.
+    fn with_kernel(op: &str, lines: &str) -> String {
+        GOOD.replace("op = \"tf_embed_dense\"", &format!("op = \"{op}\"")).replace("block = [256]\n", &format!("block = [256]\n{lines}\n"))
+    }
+
+    #[test]
+    fn a_case_that_fails_a_condition_of_the_kernel_is_refused_where_it_is_written() {
+        let e = error(&with_kernel("contract_test_requires", "requires = [\"k % 2 == 0\", \"k <= 32\"]"));
+        assert_eq!((e.line, e.key.as_str()), (9, "shapes.cases[0]"), "{e}");
+        assert_eq!(e.message, "kernel.requires[1]: `k <= 32` does not hold: k = 64");
+        let params = "params = { first = { kind = \"int\", default = 40 } }\nrequires = [\"first + k <= vocab + 64\"]";
+        let e = error(&with_kernel("contract_test_requires", params));
+        assert_eq!(
+            e.message,
+            "kernel.requires[0]: `first + k <= vocab + 64` does not hold: first = 40, k = 64, vocab = 16 (record `fp32 table, f32 out`)"
+        );
+        let e = error(&with_kernel("contract_test_requires", "requires = [\"eps > 0\"]\nparams = { eps = \"float\" }"));
+        assert_eq!(e.key, "kernel.requires[0]", "{e}");
+        assert!(e.message.contains("`eps` is a float parameter"), "{e}");
+    }
+
+    #[test]
+    fn a_record_or_parameter_the_kernel_does_not_take_is_refused_where_it_is_given() {
+        let e = error(
+            &with_kernel("contract_test_same_dtype", "same_dtype = [[\"table\", \"out\"]]").replace("out = \"f32\"", "out = \"bf16\""),
+        );
+        assert_eq!((e.line, e.key.as_str()), (4, "record[0].dtypes"), "{e}");
+        assert_eq!(e.message, "record `fp32 table, f32 out`: kernel.same_dtype[0]: `table` is f32 but `out` is bf16: they take one dtype");
+        let limited = with_kernel("contract_test_limits", "params = { scale = { kind = \"float\", default = 2, above = 1, below = 4 } }");
+        assert!(Contract::parse("c.toml", &limited).is_ok());
+        let e = error(&format!("{limited}\n[params]\nscale = 4\n"));
+        assert_eq!(e.key, "params.scale", "{e}");
+        assert_eq!(e.message, "parameter `scale` = 4 is not below 4 (its `below`)");
+        let e = error(&limited.replace("default = 2", "default = 1"));
+        assert_eq!(e.key, "kernel.params.scale.default", "{e}");
+        assert_eq!(e.message, "the default of parameter `scale` = 1 is not above 1 (its `above`)");
     }
 }

@@ -1328,89 +1328,12 @@ pub struct ContractErrorView {
     pub line: String,
 }
 
-/// A backend that runs nothing: the launcher's grid and block are recorded, so the static
-/// path knows the `threads` figure without a device.
-struct DryRun;
-
-struct DryBuffer(usize);
-
-impl engine::backend::DeviceBuffer for DryBuffer {
-    fn len(&self) -> usize {
-        self.0
-    }
-    fn device_address(&self) -> u64 {
-        0x1000
-    }
-    fn write(&mut self, _: usize, _: &[u8]) -> Result<(), engine::EngineError> {
-        Ok(())
-    }
-    fn read(&self, _: usize, bytes: &mut [u8]) -> Result<(), engine::EngineError> {
-        bytes.fill(0);
-        Ok(())
-    }
-}
-
-impl Backend for DryRun {
-    fn name(&self) -> &'static str {
-        "dry run"
-    }
-    fn arch(&self) -> String {
-        "none".into()
-    }
-    fn toolchain(&self) -> String {
-        String::new()
-    }
-    fn allocate(&self, bytes: usize) -> Result<Box<dyn engine::backend::DeviceBuffer>, engine::EngineError> {
-        Ok(Box::new(DryBuffer(bytes)))
-    }
-    fn load_module(&self, _: &KernelSource) -> Result<Arc<dyn Module>, engine::EngineError> {
-        Err(engine::EngineError::Buffer("the dry run loads no module".into()))
-    }
-}
-
-struct DryModule {
-    source: KernelSource,
-    block: std::sync::Mutex<Option<u32>>,
-}
-
-impl Module for DryModule {
-    fn source(&self) -> &KernelSource {
-        &self.source
-    }
-    fn launch_watched(
-        &self,
-        _: &str,
-        dims: engine::backend::LaunchDims,
-        _: Schedule,
-        _: &[engine::backend::KernelArg],
-        _: &[engine::backend::WatchedTensor],
-    ) -> Result<engine::backend::LaunchReport, engine::EngineError> {
-        *self.block.lock().unwrap() = Some(dims.block.iter().product());
-        Ok(engine::backend::LaunchReport::default())
-    }
-}
-
-/// The block the op's launcher uses for the contract's first case and first record.
-fn launcher_block(contract: &Contract, source: &KernelSource) -> Result<u32, String> {
-    let record = &contract.records[0];
-    let case = &contract.cases[0];
-    let mut tensors = BTreeMap::new();
-    for spec in contract.op.tensors {
-        let tensor = Tensor::allocate(&DryRun, record.dtypes[spec.name], &case.shapes[spec.name]).map_err(|e| error_chain(&e))?;
-        tensors.insert(spec.name.to_string(), tensor);
-    }
-    let module = DryModule { source: source.clone(), block: std::sync::Mutex::new(None) };
-    let call = OpCall {
-        op: contract.op,
-        backend: &DryRun,
-        module: Some(&module),
-        symbols: &case.symbols,
-        params: &record.params,
-        tensors: &tensors,
-        schedule: Schedule::default(),
-    };
-    (contract.op.launch)(&call).map_err(|e| error_chain(&e))?;
-    module.block.into_inner().unwrap().ok_or_else(|| "the launcher launched nothing".to_string())
+/// The block a launch of the op uses for the contract's first case and first record: the
+/// `threads` figure of the static path, which has no device to launch on.
+fn launcher_block(contract: &Contract) -> Result<u32, String> {
+    let (record, case) = (&contract.records[0], &contract.cases[0]);
+    let dims = (contract.op.dims)(contract.op, &case.symbols, &record.params).map_err(|e| error_chain(&e))?;
+    Ok(dims.block.iter().product())
 }
 
 /// Gate 4 alone, from a compiler's figures, with no device: every record and every limits
@@ -1446,7 +1369,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                     let Some((i, _, source)) = jobs.get(j) else { break };
                     let symbol = contracts[*i].op.kernel_symbol();
                     let usage = compiler.resource_usage(source, symbol).map_err(|e| error_chain(&e)).and_then(|mut u| {
-                        u.figures.insert("threads".into(), launcher_block(&contracts[*i], source)? as u64);
+                        u.figures.insert("threads".into(), launcher_block(&contracts[*i])? as u64);
                         Ok(u)
                     });
                     figures.lock().unwrap().insert(j, usage);

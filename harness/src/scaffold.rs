@@ -171,23 +171,52 @@ mod tests {
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
     }
 
+    /// Where a contract written by hand passes another argument than `contracts new` guesses
+    /// from the signature: (op, argument index, the contract's argument), each with the reason
+    /// the signature cannot tell.
+    const NOT_READ_OFF_THE_SIGNATURE: &[(&str, usize, &str)] = &[
+        // an int that is a parameter, not a shape symbol
+        ("tf_copy_cols", 4, "param(start)"),
+        ("tf_rope", 7, "param(layout)"),
+        // a dtype code not named after its pointer (`k_kind` after `k_cache`, `kind` after
+        // `logits`, `v_kind` after `v_cache`, `scale_kind` after `biases`, for both)
+        ("tf_score_keys", 3, "dtype(k_cache)"),
+        ("tf_argmax", 1, "dtype(logits)"),
+        ("tf_apply_values", 3, "dtype(v_cache)"),
+        ("tf_embed_rows", 3, "dtype(scales)"),
+    ];
+
     /// The argument list `contracts new` reads off each data op's kernel is the one its
-    /// contract, written by hand, launches with.
+    /// contract, written by hand, launches with, but where the list above says why not; and
+    /// each tensor's role is the one guessed, but for a tensor the engine derives.
     #[test]
     fn the_arguments_read_off_each_data_ops_signature_are_its_contracts() {
-        for op in ["tf_cast", "tf_silu_mul", "tf_rms", "tf_add_rms", "tf_softmax_stats"] {
-            let source = std::fs::read_to_string(root().join(format!("kernels/{op}.hip"))).unwrap();
-            let params = signature(&source, op).unwrap();
-            let text = contract(op, &format!("{op}.hip"), op, &params);
-            let written = std::fs::read_to_string(root().join(format!("contracts/{op}.toml"))).unwrap();
-            let args_of = |t: &str| t.lines().find(|l| l.starts_with("args = ")).map(str::to_string);
-            assert_eq!(args_of(&text), args_of(&written), "{op}:\n{text}");
-            for line in written.lines().filter(|l| l.contains("role = ")) {
-                let (name, rest) = line.split_once(" = ").unwrap();
-                let role = rest.split('"').nth(1).unwrap();
-                assert!(text.contains(&format!("{name} = {{ role = \"{role}\"")), "{op}: {name} as {role}:\n{text}");
+        let mut ops = 0;
+        for entry in std::fs::read_dir(root().join("contracts")).unwrap() {
+            let written = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            let contract: toml::Table = written.parse().unwrap();
+            let Some(kernel) = contract.get("kernel") else { continue };
+            let op = contract["op"].as_str().unwrap();
+            let (source, symbol) = (kernel["source"].as_str().unwrap(), kernel["symbol"].as_str().unwrap());
+            let params = signature(&std::fs::read_to_string(root().join("kernels").join(source)).unwrap(), symbol).unwrap();
+            let text = super::contract(op, source, symbol, &params);
+            let guessed: toml::Table = text.replace('?', "").parse().unwrap_or_else(|e| panic!("{op}: {e}\n{text}"));
+            let args = |t: &toml::Table| -> Vec<String> {
+                t["kernel"]["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect()
+            };
+            let mut want = args(&guessed);
+            for (_, i, arg) in NOT_READ_OFF_THE_SIGNATURE.iter().filter(|(o, ..)| *o == op) {
+                want[*i] = arg.to_string();
             }
+            assert_eq!(args(&contract), want, "{op}:\n{text}");
+            for (name, tensor) in contract["tensors"].as_table().unwrap() {
+                let role = tensor["role"].as_str().unwrap();
+                let guess = guessed["tensors"][name]["role"].as_str().unwrap();
+                assert!(role == guess || (role == "derived" && guess == "input"), "{op}: {name} as {role}, guessed {guess}");
+            }
+            ops += 1;
         }
+        assert!(ops >= 17, "{ops} data ops");
     }
 
     #[test]

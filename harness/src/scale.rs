@@ -88,7 +88,8 @@ fn median(mut values: Vec<f64>) -> f64 {
 mod tests {
     use super::*;
 
-    const CONTRACT: &str = r#"op = "tf_add"
+    /// tf_add as data under a name of its own (the test changes nothing of the real op).
+    const CONTRACT: &str = r#"op = "scale_test_add"
 about = "add"
 
 [[record]]
@@ -109,6 +110,18 @@ policy = "propagate"
 oracle = "add"
 tolerance = "atol=ATOL"
 reason = "a test"
+
+[tensors]
+a = { role = "input", dtypes = ["f32"], shape = "rows, k" }
+b = { role = "input", dtypes = ["f32"], shape = "rows, k" }
+out = { role = "output", dtypes = ["f32"], shape = "rows, k" }
+
+[kernel]
+source = "tf_add.hip"
+symbol = "tf_add"
+args = ["a", "dtype(a)", "b", "dtype(b)", "int(rows)", "int(k)", "out", "dtype(out)"]
+grid = ["ceil_div(rows * k, 256)"]
+block = [256]
 "#;
 
     #[test]

@@ -1,16 +1,12 @@
-//! The engine's op registry: each op's tensor signature (names, roles, allowed dtypes,
-//! shapes over named symbols), its kernel source and symbol, and its launcher. The harness
-//! launches every kernel through these launchers, so what is verified is what ships.
+//! The engine's ops: each op's tensor signature (names, roles, allowed dtypes, shapes over
+//! named symbols), its kernel source and symbol, and its launcher. Every op with a kernel of
+//! its own is data (its contract's `[kernel]`, one launcher in [`data`]); a Rust launcher
+//! remains only where a library call is made (the BLAS projection). The harness launches
+//! every kernel through these launchers, so what is verified is what ships.
 
-mod attention;
-mod cache;
 pub mod data;
-mod elementwise;
-mod embed;
 mod projection;
-mod quantized;
-mod rope;
-mod select;
+pub mod tables;
 
 use std::collections::BTreeMap;
 
@@ -42,9 +38,86 @@ pub struct ParamSpec {
     pub integer: bool,
     /// Used when a contract gives none.
     pub default: Option<f64>,
+    /// The values the kernel takes: each limit must hold.
+    pub limits: &'static [ParamLimit],
+}
+
+/// A limit on a parameter's value (`layout` one of 0 and 1, `theta` above 1).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamLimit {
+    OneOf(Vec<f64>),
+    Min(f64),
+    Max(f64),
+    Above(f64),
+    Below(f64),
+}
+
+impl ParamLimit {
+    /// Its key in a contract's parameter table (`values`, `min`, `max`, `above`, `below`).
+    pub fn key(&self) -> &'static str {
+        match self {
+            ParamLimit::OneOf(_) => "values",
+            ParamLimit::Min(_) => "min",
+            ParamLimit::Max(_) => "max",
+            ParamLimit::Above(_) => "above",
+            ParamLimit::Below(_) => "below",
+        }
+    }
+
+    fn admits(&self, value: f64) -> bool {
+        match self {
+            ParamLimit::OneOf(values) => values.contains(&value),
+            ParamLimit::Min(min) => value >= *min,
+            ParamLimit::Max(max) => value <= *max,
+            ParamLimit::Above(low) => value > *low,
+            ParamLimit::Below(high) => value < *high,
+        }
+    }
+}
+
+impl std::fmt::Display for ParamLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamLimit::OneOf(values) => {
+                let values: Vec<String> = values.iter().map(f64::to_string).collect();
+                write!(f, "one of {}", values.join(", "))
+            }
+            ParamLimit::Min(min) => write!(f, "at least {min}"),
+            ParamLimit::Max(max) => write!(f, "at most {max}"),
+            ParamLimit::Above(low) => write!(f, "above {low}"),
+            ParamLimit::Below(high) => write!(f, "below {high}"),
+        }
+    }
+}
+
+impl ParamSpec {
+    /// Whether the kernel takes `value` ([`check_param`]).
+    pub fn check(&self, value: f64) -> Result<(), String> {
+        check_param(self.name, self.integer, self.limits, value)
+    }
+}
+
+/// Whether a parameter's kernel takes `value`: finite, a whole number that fits an `int` for
+/// an integer parameter, and within every limit. A refusal names the parameter, the value and
+/// the limit (`parameter `theta` = 1 is not above 1 (its `above`)`).
+pub fn check_param(name: &str, integer: bool, limits: &[ParamLimit], value: f64) -> Result<(), String> {
+    if !value.is_finite() {
+        return Err(format!("parameter `{name}` = {value} is not finite"));
+    }
+    if integer && (value.fract() != 0.0 || value < i32::MIN as f64 || value > i32::MAX as f64) {
+        return Err(format!("parameter `{name}` = {value} is not a whole number that fits an int"));
+    }
+    match limits.iter().find(|limit| !limit.admits(value)) {
+        Some(limit) => Err(format!("parameter `{name}` = {value} is not {limit} (its `{}`)", limit.key())),
+        None => Ok(()),
+    }
 }
 
 pub type Launcher = fn(&OpCall) -> Result<LaunchReport, EngineError>;
+
+/// The grid and block a launch of the op uses for these shape symbols and parameters,
+/// without launching (the static limits path takes its `threads` figure from it).
+pub type Dims = fn(&OpSpec, &Symbols, &BTreeMap<String, f64>) -> Result<LaunchDims, EngineError>;
 
 pub struct OpSpec {
     pub name: &'static str,
@@ -58,8 +131,9 @@ pub struct OpSpec {
     pub params: &'static [ParamSpec],
     pub tensors: &'static [TensorSpec],
     pub launch: Launcher,
-    /// How a data op's kernel is launched (its contract's `[kernel]`); none for the ops
-    /// whose launcher is Rust.
+    pub dims: Dims,
+    /// How a data op's kernel is launched (its contract's `[kernel]`); none for an op whose
+    /// launcher is Rust.
     pub kernel: Option<&'static data::KernelSpec>,
 }
 
@@ -127,30 +201,21 @@ impl OpCall<'_> {
         i32::try_from(v).map(KernelArg::I32).map_err(|_| self.error(format!("`{name}` = {v} does not fit a kernel int")))
     }
 
-    pub fn param(&self, name: &str) -> Result<f64, EngineError> {
-        match self.params.get(name) {
-            Some(v) => Ok(*v),
-            None => self.op.param(name).and_then(|p| p.default).ok_or_else(|| self.error(format!("parameter `{name}` not given"))),
-        }
-    }
-
-    /// A float parameter as the kernel's `float`.
-    pub fn float_param(&self, name: &str) -> Result<KernelArg, EngineError> {
-        Ok(KernelArg::F32(self.param(name)? as f32))
-    }
-
-    /// An integer parameter as the kernel's `int`.
-    pub fn int_param(&self, name: &str) -> Result<KernelArg, EngineError> {
-        let v = self.param(name)?;
-        if v.fract() != 0.0 || v < i32::MIN as f64 || v > i32::MAX as f64 {
-            return Err(self.error(format!("parameter `{name}` = {v} is not an int")));
-        }
-        Ok(KernelArg::I32(v as i32))
-    }
-
     /// Launches the op's kernel through its module. A library op has no kernel of its own;
     /// a control's kernel for one is named after the op.
-    pub fn launch(&self, dims: LaunchDims, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
+    pub fn run_kernel(&self, dims: LaunchDims, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {
+        self.run_kernel_reading(dims, args, &[])
+    }
+
+    /// [`OpCall::run_kernel`] with tensors of the engine's own that the kernel reads beside the
+    /// call's (a data op's derived tensors): watched as inputs, so a read past one or a store
+    /// into one is seen as for any input.
+    pub fn run_kernel_reading(
+        &self,
+        dims: LaunchDims,
+        args: &[KernelArg],
+        engine_tensors: &[(&str, Tensor)],
+    ) -> Result<LaunchReport, EngineError> {
         let Some(module) = self.module else {
             return Err(self.error("no kernel module to launch"));
         };
@@ -158,33 +223,15 @@ impl OpCall<'_> {
             .tensors
             .iter()
             .map(|(name, tensor)| tensor.watched(name, self.op.tensor(name).is_none_or(|spec| spec.role == Role::Output)))
+            .chain(engine_tensors.iter().map(|(name, tensor)| tensor.watched(name, false)))
             .collect();
         module.launch_watched(self.op.kernel_symbol(), dims, self.schedule, args, &watched)
     }
 }
 
-/// Blocks of `threads` covering `elements`, as a 1-D grid.
-pub(crate) fn blocks_for(op: &OpCall, elements: i64, threads: u32) -> Result<u32, EngineError> {
-    let blocks = (elements + threads as i64 - 1) / threads as i64;
-    u32::try_from(blocks).map_err(|_| op.error(format!("{elements} elements need more than 2^32 blocks")))
-}
-
+/// The ops whose launchers are Rust: those a library serves.
 pub fn registry() -> &'static [OpSpec] {
-    static OPS: &[OpSpec] = &[
-        embed::TF_EMBED_DENSE,
-        attention::TF_SUM_PARTIALS,
-        elementwise::TF_ADD,
-        elementwise::TF_COPY_COLS,
-        rope::TF_ROPE,
-        attention::TF_SCORE_KEYS,
-        attention::TF_APPLY_VALUES,
-        attention::TF_SUM_PARTIALS_ACT,
-        cache::TF_KV_APPEND,
-        select::TF_ARGMAX,
-        select::TF_DENSE_ROWS,
-        quantized::TF_EMBED_ROWS,
-        projection::PROJECTION_BF16,
-    ];
+    static OPS: &[OpSpec] = &[projection::PROJECTION_BF16];
     OPS
 }
 

@@ -4,8 +4,11 @@
 //! `extern "C" __global__ void projection_bf16(const unsigned short* x, const unsigned short* w,
 //! void* y, int m, int n, int k, int y_dtype)`, one thread per element of y, blocks of 256.
 
-use super::{OpCall, OpSpec, Role, TensorSpec, blocks_for};
+use std::collections::BTreeMap;
+
+use super::{OpCall, OpSpec, Role, TensorSpec};
 use crate::backend::{GemmBf16, LaunchDims, LaunchReport};
+use crate::shape_expr::Symbols;
 use crate::{DType, EngineError};
 
 /// Threads per block of a planted kernel.
@@ -25,6 +28,7 @@ pub const PROJECTION_BF16: OpSpec = OpSpec {
         TensorSpec { name: "y", role: Role::Output, dtypes: &[DType::F32, DType::Bf16], shape: "m, n" },
     ],
     launch,
+    dims: planted_dims,
     kernel: None,
 };
 
@@ -43,17 +47,29 @@ fn launch(op: &OpCall) -> Result<LaunchReport, EngineError> {
         }
     }
     if op.module.is_some() {
-        return launch_planted(op, m, n);
+        return launch_planted(op);
     }
     let request = GemmBf16 { m, n, k, x: x.device_address(), w: w.device_address(), y: y.device_address(), y_dtype: y.dtype };
     op.backend.gemm_bf16(&request)
 }
 
 /// A control's kernel in place of the BLAS call, with the signature above.
-fn launch_planted(op: &OpCall, m: usize, n: usize) -> Result<LaunchReport, EngineError> {
-    let elements = i64::try_from(m.saturating_mul(n)).unwrap_or(i64::MAX);
-    let dims = LaunchDims { grid: [blocks_for(op, elements, THREADS)?, 1, 1], block: [THREADS, 1, 1], dynamic_shared: 0 };
-    op.launch(dims, &[op.pointer("x")?, op.pointer("w")?, op.pointer("y")?, op.int("m")?, op.int("n")?, op.int("k")?, op.dtype_code("y")?])
+fn launch_planted(op: &OpCall) -> Result<LaunchReport, EngineError> {
+    let dims = planted_dims(op.op, op.symbols, op.params)?;
+    op.run_kernel(
+        dims,
+        &[op.pointer("x")?, op.pointer("w")?, op.pointer("y")?, op.int("m")?, op.int("n")?, op.int("k")?, op.dtype_code("y")?],
+    )
+}
+
+/// A planted kernel's grid: one thread per element of y, in blocks of 256.
+fn planted_dims(op: &OpSpec, symbols: &Symbols, _: &BTreeMap<String, f64>) -> Result<LaunchDims, EngineError> {
+    let refused = |reason: String| EngineError::Op { op: op.name.to_string(), reason };
+    let dim = |name: &str| symbols.get(name).copied().ok_or_else(|| refused(format!("shape symbol `{name}` not given")));
+    let elements = dim("m")?.checked_mul(dim("n")?).unwrap_or(i64::MAX);
+    let blocks = (elements + THREADS as i64 - 1) / THREADS as i64;
+    let blocks = u32::try_from(blocks).map_err(|_| refused(format!("{elements} elements need more than 2^32 blocks")))?;
+    Ok(LaunchDims { grid: [blocks, 1, 1], block: [THREADS, 1, 1], dynamic_shared: 0 })
 }
 
 #[cfg(test)]

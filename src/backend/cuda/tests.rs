@@ -19,7 +19,9 @@ use super::driver::{Driver, LIBCUDA};
 use super::nvrtc::{CudaCompiler, Nvrtc};
 use super::*;
 use crate::backend::{Backend, KernelArg, KernelSource, LaunchDims, Module, Schedule};
-use crate::ops::{OpCall, find};
+use crate::ops::data::{self, DataOp, DataTensor, KernelArgSpec, KernelSpec};
+use crate::ops::{OpCall, OpSpec, Role};
+use crate::shape_expr::Expr;
 use crate::tensor::Tensor;
 use crate::{DType, EngineError};
 
@@ -449,6 +451,53 @@ fn tensor_of<T: Copy>(backend: &dyn Backend, dtype: DType, values: &[T]) -> Tens
     t
 }
 
+/// `tf_embed_dense` as its contract describes it (`[tensors]` and `[kernel]`), defined as the
+/// harness defines it when it reads the contract. Only the keys this op's contract uses are
+/// read, and any other is refused, so the test cannot launch less than the contract says.
+fn embed_op() -> &'static OpSpec {
+    static OP: std::sync::OnceLock<&'static OpSpec> = std::sync::OnceLock::new();
+    OP.get_or_init(|| {
+        let text = std::fs::read_to_string(root().join("contracts/tf_embed_dense.toml")).unwrap();
+        let contract: toml::Table = text.parse().unwrap();
+        let tensors = contract["tensors"].as_table().unwrap().iter().map(|(name, t)| {
+            let role = match t["role"].as_str().unwrap() {
+                "input" => Role::Input,
+                "output" => Role::Output,
+                other => panic!("tensor `{name}`: role `{other}`"),
+            };
+            let dtypes = t["dtypes"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().parse().unwrap()).collect();
+            DataTensor { name: name.clone(), role, dtypes, shape: t["shape"].as_str().unwrap().to_string() }
+        });
+        let kernel = contract["kernel"].as_table().unwrap();
+        for key in kernel.keys() {
+            assert!(["source", "symbol", "args", "grid", "block"].contains(&key.as_str()), "kernel.{key} is not read here");
+        }
+        let expressions = |key: &str| -> Vec<Expr> {
+            let text = |v: &toml::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            kernel[key].as_array().unwrap().iter().map(|v| Expr::parse(&text(v)).unwrap()).collect()
+        };
+        let op = DataOp {
+            name: contract["op"].as_str().unwrap().to_string(),
+            about: contract["about"].as_str().unwrap().to_string(),
+            source: kernel["source"].as_str().unwrap().to_string(),
+            symbol: kernel["symbol"].as_str().unwrap().to_string(),
+            tensors: tensors.collect(),
+            params: Vec::new(),
+            kernel: KernelSpec {
+                args: kernel["args"].as_array().unwrap().iter().map(|a| KernelArgSpec::parse(a.as_str().unwrap()).unwrap()).collect(),
+                grid: expressions("grid"),
+                block: expressions("block"),
+                dynamic_shared: None,
+                requires: Vec::new(),
+                same_dtype: Vec::new(),
+                derived: Vec::new(),
+            },
+            symbol_order: vec!["n".into(), "k".into(), "vocab".into()],
+        };
+        data::define(op).unwrap()
+    })
+}
+
 /// Launches `tf_embed_dense` through the engine's own op launcher.
 fn launch_embed(
     backend: &dyn Backend,
@@ -458,7 +507,7 @@ fn launch_embed(
     k: i64,
     vocab: i64,
 ) -> Result<crate::backend::LaunchReport, EngineError> {
-    let op = find("tf_embed_dense").unwrap();
+    let op = embed_op();
     let symbols: BTreeMap<String, i64> = [("n".to_string(), n), ("k".to_string(), k), ("vocab".to_string(), vocab)].into();
     let params = BTreeMap::new();
     let call = OpCall { op, backend, module: Some(module), symbols: &symbols, params: &params, tensors, schedule: Schedule::default() };
