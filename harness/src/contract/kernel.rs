@@ -174,7 +174,7 @@ fn limits(source: &Source, at: usize, key: &str, table: &toml::Table) -> Result<
                 values.ok_or_else(|| source.error(at, &lkey, "the values the kernel takes, a list of one number or more: `[0, 1]`"))?;
             ParamLimit::OneOf(values)
         } else {
-            let bound = number(v).ok_or_else(|| source.error(at, &lkey, format!("a {}: `{name}` is a finite number", v.type_str())))?;
+            let bound = number(v).ok_or_else(|| source.error(at, &lkey, format!("`{name}` is a finite number, not `{v}`")))?;
             match name.as_str() {
                 "min" => ParamLimit::Min(bound),
                 "max" => ParamLimit::Max(bound),

@@ -125,8 +125,15 @@ const fn flags(name: &'static str, args: &'static [&'static str], root: bool, wo
 }
 
 const TF_ADD: &str = "tf_add";
-/// An op whose contract describes it as data (`[kernel]`, `[tensors]`).
+/// An op whose [kernel] and [tensors] the rows break.
 const TF_CAST: &str = "tf_cast";
+/// The one op whose launcher is Rust (a library call): its contract has no [kernel].
+const PROJECTION: &str = "projection_bf16";
+/// Ops whose contracts say what their kernels need: conditions, dtype groups, parameter
+/// limits, a derived tensor.
+const TF_SUM_PARTIALS: &str = "tf_sum_partials";
+const TF_KV_APPEND: &str = "tf_kv_append";
+const TF_ROPE: &str = "tf_rope";
 
 /// tf_add's policy for non-finite inputs and its reason, as its contract states them.
 const NONFINITE_POLICY: &str = "policy = \"propagate\"\nreason = \"\"\"one f32 add, IEEE arithmetic as in the oracle: a NaN gives NaN, \
@@ -492,7 +499,8 @@ fn rows() -> Vec<Row> {
             "already has a contract",
         ),
         contract("missing required key", TF_ADD, "oracle = \"add\"\n", b"", "oracle", "[reference]", "missing field `oracle`"),
-        contract("unknown op", TF_ADD, "op = \"tf_add\"", b"op = \"tf_addd\"", "op", "op = ", "unknown op `tf_addd`"),
+        // a contract without [kernel] names an op of the engine's own: one a library serves
+        contract("unknown op", PROJECTION, "op = \"projection_bf16\"", b"op = \"projection_bf17\"", "op", "op = ", "unknown op `projection_bf17`"),
         // an op described as data (tf_cast's contract): its [kernel] and [tensors]
         contract(
             "a kernel argument naming no tensor",
@@ -512,7 +520,7 @@ fn rows() -> Vec<Row> {
             "[kernel] for an op the engine launches itself",
             TF_CAST,
             "op = \"tf_cast\"",
-            b"op = \"tf_add\"",
+            b"op = \"projection_bf16\"",
             "kernel",
             "[kernel]",
             "is an op of the engine with a launcher of its own",
@@ -535,6 +543,188 @@ fn rows() -> Vec<Row> {
             "tensors",
             "[kernel]",
             "needs [tensors] too",
+        ),
+        // what a kernel needs of a launch: its contract's conditions, dtype groups, parameter
+        // limits, and the tensors the engine derives for it
+        contract(
+            "a condition that is no comparison",
+            TF_SUM_PARTIALS,
+            "requires = [\"tiles <= 1024\"]",
+            b"requires = [\"tiles =< 1024\"]",
+            "kernel.requires[0]",
+            "requires = ",
+            "`=<` is no comparison (==, !=, <, <=, >, >=)",
+        ),
+        contract(
+            "a condition on a float parameter",
+            TF_ROPE,
+            "requires = [\"d % 2 == 0\"]",
+            b"requires = [\"d % 2 == 0\", \"theta > 1\"]",
+            "kernel.requires[1]",
+            "requires = ",
+            "`theta` is a float parameter: a condition reads shape symbols and int parameters",
+        ),
+        contract(
+            "a case the kernel's conditions refuse",
+            TF_SUM_PARTIALS,
+            "requires = [\"tiles <= 1024\"]",
+            b"requires = [\"tiles <= 4\"]",
+            "shapes.cases[1]",
+            "{ rows = 3, tiles = 5, d = 100 }",
+            "kernel.requires[0]: `tiles <= 4` does not hold: tiles = 5",
+        ),
+        contract(
+            "a dtype group of one tensor",
+            TF_KV_APPEND,
+            "same_dtype = [[\"k_cache_in\", \"k_cache\"]",
+            b"same_dtype = [[\"k_cache_in\"]",
+            "kernel.same_dtype[0]",
+            "same_dtype = ",
+            "a group names two tensors or more that take one dtype",
+        ),
+        contract(
+            "a dtype group naming no tensor",
+            TF_KV_APPEND,
+            "[\"v_cache_in\", \"v_cache\"]]",
+            b"[\"v_cache_in\", \"v_cahce\"]]",
+            "kernel.same_dtype[1]",
+            "same_dtype = ",
+            "no tensor `v_cahce` in [tensors] given by the caller (there: k_new, v_new, slots, k_cache_in, v_cache_in, k_cache, v_cache)",
+        ),
+        contract(
+            "a record whose dtypes a dtype group refuses",
+            TF_KV_APPEND,
+            "k_cache_in = \"f16\", v_cache_in = \"f16\", k_cache = \"f16\"",
+            b"k_cache_in = \"f16\", v_cache_in = \"f16\", k_cache = \"bf16\"",
+            "record[0].dtypes",
+            "[[record]]\nname = \"f32 rows, f16 cache\"",
+            "record `f32 rows, f16 cache`: kernel.same_dtype[0]: `k_cache_in` is f16 but `k_cache` is bf16: they take one dtype",
+        ),
+        contract(
+            "a parameter's values that are no list",
+            TF_ROPE,
+            "values = [0, 1]",
+            b"values = []",
+            "kernel.params.layout.values",
+            "params = ",
+            "a list of one number or more",
+        ),
+        contract(
+            "a parameter's min that is no number",
+            "tf_copy_cols",
+            "min = 0",
+            b"min = true",
+            "kernel.params.start.min",
+            "params = ",
+            "`min` is a finite number, not `true`",
+        ),
+        contract(
+            "a parameter's max that is no number",
+            "tf_copy_cols",
+            "min = 0",
+            b"min = 0, max = \"k\"",
+            "kernel.params.start.max",
+            "params = ",
+            "`max` is a finite number, not `\"k\"`",
+        ),
+        contract(
+            "a parameter's above that is no number",
+            TF_ROPE,
+            "above = 1",
+            b"above = \"1\"",
+            "kernel.params.theta.above",
+            "params = ",
+            "`above` is a finite number, not `\"1\"`",
+        ),
+        contract(
+            "a parameter's below that is no number",
+            TF_ROPE,
+            "above = 1",
+            b"above = 1, below = [2]",
+            "kernel.params.theta.below",
+            "params = ",
+            "`below` is a finite number, not `[2]`",
+        ),
+        contract(
+            "a parameter limit of no kind",
+            TF_ROPE,
+            "above = 1",
+            b"over = 1",
+            "kernel.params.theta",
+            "params = ",
+            "unknown key `over` (a parameter has kind, default, values, min, max, above, below)",
+        ),
+        contract(
+            "a default its limits refuse",
+            TF_ROPE,
+            "default = 10000, above = 1",
+            b"default = 1, above = 1",
+            "kernel.params.theta.default",
+            "params = ",
+            "the default of parameter `theta` = 1 is not above 1 (its `above`)",
+        ),
+        contract(
+            "a record's parameter its limits refuse",
+            TF_ROPE,
+            "params = { layout = 1 }",
+            b"params = { layout = 2 }",
+            "record[3].params.layout",
+            "params = { layout = 2 }",
+            "parameter `layout` = 2 is not one of 0, 1 (its `values`)",
+        ),
+        contract(
+            "a derived tensor without its table",
+            TF_ROPE,
+            ", from = \"rope_turns(theta, d)\"",
+            b"",
+            "tensors.turns.from",
+            "turns = ",
+            "a derived tensor names the table that computes it",
+        ),
+        contract(
+            "a derived tensor from an unknown table",
+            TF_ROPE,
+            "from = \"rope_turns(theta, d)\"",
+            b"from = \"rope_freqs(theta, d)\"",
+            "tensors.turns.from",
+            "turns = ",
+            "unknown table `rope_freqs` (the engine computes rope_turns(theta, d))",
+        ),
+        contract(
+            "a derived tensor's table short of an argument",
+            TF_ROPE,
+            "from = \"rope_turns(theta, d)\"",
+            b"from = \"rope_turns(theta)\"",
+            "tensors.turns.from",
+            "turns = ",
+            "rope_turns(theta, d) takes 2 arguments, not 1",
+        ),
+        contract(
+            "a derived tensor's table reading a float parameter in an expression",
+            TF_ROPE,
+            "from = \"rope_turns(theta, d)\"",
+            b"from = \"rope_turns(theta * 2, d)\"",
+            "tensors.turns.from",
+            "turns = ",
+            "reads `theta`, a float parameter: pass a float parameter alone",
+        ),
+        contract(
+            "a derived tensor of two dtypes",
+            TF_ROPE,
+            "dtypes = [\"f32\"], shape = \"d / 2\"",
+            b"dtypes = [\"f32\", \"f16\"], shape = \"d / 2\"",
+            "tensors.turns.dtypes",
+            "turns = ",
+            "a derived tensor has one dtype, its table's",
+        ),
+        contract(
+            "an input computed from a table",
+            TF_ROPE,
+            "shape = \"rows\" }",
+            b"shape = \"rows\", from = \"rope_turns(theta, d)\" }",
+            "tensors.positions.from",
+            "positions = ",
+            "only a `derived` tensor is computed `from` a table",
         ),
         contract(
             "unknown tolerance model",
@@ -785,7 +975,7 @@ fn rows() -> Vec<Row> {
         },
         Row {
             alone: true,
-            ..contract("the only contract broken", TF_ADD, "op = \"tf_add\"", b"op = \"tf_addd\"", "op", "op = ", "unknown op")
+            ..contract("the only contract broken", PROJECTION, "op = \"projection_bf16\"", b"op = \"projection_bf17\"", "op", "op = ", "unknown op")
         },
     ];
     rows.extend(new_rows());
