@@ -143,7 +143,8 @@ pub fn contract(op: &str, source: &str, symbol: &str, params: &[Param]) -> Strin
     text.push_str(&format!(
         "args = [{}]\n\
          grid = [\"?\"]    # blocks, as shape expressions: \"ceil_div(rows * k, 256)\"\n\
-         block = [\"?\"]   # threads per block: 256\n\n\
+         block = [\"?\"]   # threads per block: 256\n\
+         # requires = [\"k % 2 == 0\"]   # optional: what the kernel needs of its shapes (see the README)\n\n\
          [[record]]\n\
          name = \"?\"\n\n\
          [shapes]\n\
