@@ -599,4 +599,133 @@ mod tests {
         assert!(DerivedTensor::parse_from("rope_turns").unwrap_err().contains("is no table call"));
         assert!(DerivedTensor::parse_from("rope_turns(theta, d *)").is_err());
     }
+
+    /// Host memory as a device, and a module that notes each launch: its arguments, and the
+    /// bytes of every tensor it watched, read at the launch.
+    mod fake {
+        use std::sync::{Arc, Mutex};
+
+        use crate::EngineError;
+        use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
+
+        pub struct Memory;
+
+        struct Buffer(Vec<u8>);
+
+        impl DeviceBuffer for Buffer {
+            fn len(&self) -> usize {
+                self.0.len()
+            }
+            fn device_address(&self) -> u64 {
+                self.0.as_ptr() as u64
+            }
+            fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError> {
+                self.0[offset..offset + bytes.len()].copy_from_slice(bytes);
+                Ok(())
+            }
+            fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
+                bytes.copy_from_slice(&self.0[offset..offset + bytes.len()]);
+                Ok(())
+            }
+        }
+
+        impl Backend for Memory {
+            fn name(&self) -> &'static str {
+                "memory"
+            }
+            fn arch(&self) -> String {
+                String::new()
+            }
+            fn toolchain(&self) -> String {
+                String::new()
+            }
+            fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
+                Ok(Box::new(Buffer(vec![0; bytes])))
+            }
+            fn load_module(&self, _: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
+                Err(EngineError::Buffer("none".into()))
+            }
+        }
+
+        /// A launch as the module saw it: dims, arguments, and (name, writable, bytes) of each
+        /// watched tensor.
+        pub type Launch = (LaunchDims, Vec<KernelArg>, Vec<(String, bool, Vec<u8>)>);
+
+        pub struct Noting(pub KernelSource, pub Mutex<Vec<Launch>>);
+
+        impl Module for Noting {
+            fn source(&self) -> &KernelSource {
+                &self.0
+            }
+            fn launch_watched(
+                &self,
+                _: &str,
+                dims: LaunchDims,
+                _: Schedule,
+                args: &[KernelArg],
+                watched: &[WatchedTensor],
+            ) -> Result<LaunchReport, EngineError> {
+                // SAFETY: each watched tensor is alive for the launch, `bytes` long at `data`
+                let read = |w: &WatchedTensor| unsafe { std::slice::from_raw_parts(w.data as *const u8, w.bytes as usize) }.to_vec();
+                let watched = watched.iter().map(|w| (w.name.to_string(), w.writable, read(w))).collect();
+                self.1.lock().unwrap().push((dims, args.to_vec(), watched));
+                Ok(LaunchReport::default())
+            }
+        }
+    }
+
+    #[test]
+    fn a_launch_builds_its_derived_tensors_and_refuses_what_its_kernel_does_not_take() {
+        use crate::backend::{KernelSource, Schedule};
+        let mut o = op("data_op_launch_test");
+        o.tensors.push(DataTensor { name: "out".into(), role: Role::Output, dtypes: vec![DType::F32], shape: "rows, k".into() });
+        o.params = vec![param("theta", false, Some(10000.0), vec![ParamLimit::Above(1.0)])];
+        let (table, args) = DerivedTensor::parse_from("rope_turns(theta, k)").unwrap();
+        o.kernel = kernel(&["x", "turns", "dtype(turns)", "int(k)", "param(theta)", "out"], &["rows"]);
+        o.kernel.derived =
+            vec![DerivedTensor { name: "turns".into(), dtype: DType::F32, shape: ShapeExpr::parse("k / 2").unwrap(), table, args }];
+        o.kernel.requires = vec![Condition::parse("k % 2 == 0").unwrap()];
+        let spec = define(o).unwrap();
+        assert_eq!(spec.symbols, ["rows", "k"]);
+
+        let module = fake::Noting(
+            KernelSource { path: "x.hip".into(), display_path: "x.hip".into(), kernels: vec![], include_dirs: vec![] },
+            Default::default(),
+        );
+        let launch = |k: usize, params: &[(&str, f64)]| {
+            let mut tensors = BTreeMap::new();
+            for name in ["x", "out"] {
+                tensors.insert(name.to_string(), Tensor::allocate(&fake::Memory, DType::F32, &[2, k]).unwrap());
+            }
+            let symbols: Symbols = [("rows".to_string(), 2), ("k".to_string(), k as i64)].into();
+            let params: BTreeMap<String, f64> = params.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+            let call = OpCall {
+                op: spec,
+                backend: &fake::Memory,
+                module: Some(&module),
+                symbols: &symbols,
+                params: &params,
+                tensors: &tensors,
+                schedule: Schedule::default(),
+            };
+            (spec.launch)(&call).map(|_| [tensors["x"].device_address(), tensors["out"].device_address()])
+        };
+
+        let [x, out] = launch(6, &[]).unwrap();
+        let (dims, args, watched) = module.1.lock().unwrap().pop().unwrap();
+        assert_eq!((dims.grid, dims.block), ([2, 1, 1], [256, 1, 1]));
+        assert_eq!(args[0], KernelArg::Pointer(x));
+        assert_eq!(args[2..], [KernelArg::I32(0), KernelArg::I32(6), KernelArg::F32(10000.0), KernelArg::Pointer(out)]);
+        let (_, writable, bytes) = watched.iter().find(|w| w.0 == "turns").expect("the derived tensor is watched");
+        assert!(!writable, "a derived tensor is an input of the kernel");
+        let want: Vec<u8> =
+            (0..3).flat_map(|i| ((10000f64.powf(-((2 * i) as f64) / 6.0) / std::f64::consts::TAU) as f32).to_le_bytes()).collect();
+        assert_eq!(bytes, &want, "the rope turns in f32, as the engine's launcher computed them");
+
+        let e = launch(5, &[]).unwrap_err().to_string();
+        assert_eq!(e, "op `data_op_launch_test`: kernel.requires[0]: `k % 2 == 0` does not hold: k = 5");
+        let e = launch(6, &[("theta", 1.0)]).unwrap_err().to_string();
+        assert_eq!(e, "op `data_op_launch_test`: parameter `theta` = 1 is not above 1 (its `above`)");
+        assert!(module.1.lock().unwrap().is_empty(), "a refused launch reaches no kernel");
+    }
 }
