@@ -18,6 +18,7 @@ use crate::limits::{self, Limits};
 use crate::oracle::{self, Oracle};
 use crate::tolerance::Tolerance;
 
+mod domain;
 mod kernel;
 use kernel::{RawKernel, RawTensor};
 
@@ -174,6 +175,8 @@ struct RawContract {
     /// An op of its own, as data: how its kernel launches, and its tensors.
     kernel: Option<Spanned<RawKernel>>,
     tensors: Option<Spanned<BTreeMap<String, Spanned<RawTensor>>>>,
+    /// What a lint of the op's domain may leave uncovered, each with its reason.
+    exempt: Option<Spanned<domain::RawExempt>>,
 }
 
 #[derive(Deserialize)]
@@ -594,6 +597,7 @@ impl Contract {
 
         let timeout_seconds = raw.timeout_seconds.as_ref().map(|t| timeout(&source, t)).transpose()?;
         let nonfinite = nonfinite_policy(&source, raw.nonfinite.as_ref(), raw.reference.oracle.get_ref())?;
+        domain::check(&source, op, &records, &cases, &written(&raw))?;
 
         Ok(Contract {
             nonfinite,
@@ -614,6 +618,23 @@ impl Contract {
 
     pub fn record(&self, name: &str) -> Option<&Record> {
         self.records.iter().find(|r| r.name == name)
+    }
+}
+
+/// Where the contract writes what the domain's lints read.
+fn written(raw: &RawContract) -> domain::Written<'_> {
+    let declared = raw.kernel.as_ref().map(|k| kernel::param_offsets(k.get_ref())).unwrap_or_default();
+    let mut params: BTreeMap<String, (usize, String)> =
+        declared.into_iter().map(|(name, at)| (name.clone(), (at, format!("kernel.params.{name}")))).collect();
+    for (name, value) in &raw.params {
+        params.insert(name.clone(), (value.span().start, format!("params.{name}")));
+    }
+    domain::Written {
+        cases: raw.shapes.cases.span().start,
+        records: raw.record.first().map_or(0, |r| r.span().start),
+        requires: raw.kernel.as_ref().map(|k| kernel::requires_offsets(k.get_ref())).unwrap_or_default(),
+        params,
+        exempt: raw.exempt.as_ref(),
     }
 }
 
@@ -1115,7 +1136,7 @@ name = "fp32 table, f32 out"
 dtypes = { table = "f32", out = "f32" }
 
 [shapes]
-cases = [ { n = 1, k = 64, vocab = 16 } ]
+cases = [ { n = 1, k = 64, vocab = 16 }, { n = 2, k = 257, vocab = 3 }, { n = 3, k = 8195, vocab = 5 }, { n = 1028, k = 2, vocab = 1026 }, { n = 5, k = 768, vocab = 6 } ]
 
 [inputs]
 table = "normal(0, 1)"
@@ -1146,6 +1167,10 @@ symbol = "tf_embed_dense"
 args = ["table", "dtype(table)", "ids", "int(n)", "int(k)", "out", "dtype(out)"]
 grid = ["ceil_div(n * k, 256)"]
 block = [256]
+
+[[record]]
+name = "bf16 table, f16 out"
+dtypes = { table = "bf16", out = "f16" }
 "#
     );
 
@@ -1211,17 +1236,15 @@ block = [256]
 
     #[test]
     fn a_gpu_only_case_says_why_and_may_pass_the_host_cap() {
-        let big = GOOD.replace(
-            "cases = [ { n = 1, k = 64, vocab = 16 } ]",
-            "cases = [ { n = 1, k = 64, vocab = 16 }, { n = 1, k = 4096, vocab = 600000, gpu_only = \"offsets past 2^31\" } ]",
-        );
+        let big = GOOD.replace("vocab = 6 } ]", "vocab = 6 }, { n = 1, k = 4096, vocab = 600000, gpu_only = \"offsets past 2^31\" } ]");
         let c = Contract::parse("contracts/good.toml", &big).unwrap();
-        assert_eq!((c.cases[0].gpu_only.as_deref(), c.cases[1].gpu_only.as_deref()), (None, Some("offsets past 2^31")));
+        assert_eq!((c.cases[0].gpu_only.as_deref(), c.cases[5].gpu_only.as_deref()), (None, Some("offsets past 2^31")));
         let e = error(&big.replace(", gpu_only = \"offsets past 2^31\"", ""));
         assert!(e.message.contains("over the 1024 MiB cap"), "{e}");
         let e = error(&big.replace("\"offsets past 2^31\"", "true"));
-        assert_eq!((e.line, e.key.as_str()), (9, "shapes.cases[1].gpu_only"), "{e}");
-        let e = error(&GOOD.replace("vocab = 16 }", "vocab = 16, gpu_only = \"why\" }"));
+        assert_eq!((e.line, e.key.as_str()), (9, "shapes.cases[5].gpu_only"), "{e}");
+        let cases = GOOD.lines().find(|l| l.starts_with("cases = ")).unwrap();
+        let e = error(&GOOD.replace(cases, "cases = [ { n = 1, k = 64, vocab = 16, gpu_only = \"why\" } ]"));
         assert!(e.message.contains("every case is GPU-only"), "{e}");
         let e = error(&GOOD.replace("k = 64", "k = 64.5"));
         assert_eq!(e.key, "shapes.cases[0].k", "{e}");
@@ -1329,7 +1352,7 @@ block = [256]
                 "unknown tensor `y`: op tf_embed_dense has table, ids, out, kernel",
             ),
             ("tensor = \"out\"\nmatches = \" \"", "finding[0].matches", finding_line() + 5, "would cover any message"),
-            ("tensor = \"out\"\nmatches = \"differ\"\ncases = [1]", "finding[0].cases", finding_line() + 6, "case 1 is out of range"),
+            ("tensor = \"out\"\nmatches = \"differ\"\ncases = [5]", "finding[0].cases", finding_line() + 6, "case 5 is out of range"),
             ("tensor = \"out\"\nmatches = \"differ\"\ncases = [-1]", "finding[0].cases", finding_line() + 6, "case -1 is out of range"),
             ("tensor = \"out\"\nmatches = \"differ\"\ncases = []", "finding[0].cases", finding_line() + 6, "covers nothing"),
         ];
@@ -1366,6 +1389,81 @@ block = [256]
         assert!(e.message.contains("`eps` is a float parameter"), "{e}");
     }
 
+    /// GOOD with its second record, the one whose table and out differ, left out.
+    fn one_record() -> String {
+        GOOD.replace("[[record]]\nname = \"bf16 table, f16 out\"\ndtypes = { table = \"bf16\", out = \"f16\" }\n", "")
+    }
+
+    #[test]
+    fn a_case_set_that_leaves_a_class_of_the_domain_open_is_refused_at_shapes_cases() {
+        // vocab = n + 1 in every case: 2, 3, 4, 1029, 6
+        let on_a_line =
+            GOOD.replace("vocab = 16 }", "vocab = 2 }").replace("vocab = 5 }", "vocab = 4 }").replace("vocab = 1026 }", "vocab = 1029 }");
+        let cases = [
+            (
+                GOOD.replace("k = 2,", "k = 4,"),
+                "residues",
+                "`k` is ≡ 0, 1, 3 (mod 4) in the cases with two rows or more of `table`, but its domain allows 2 too",
+            ),
+            (
+                GOOD.replace("k = 768,", "k = 1024,"),
+                "odd_multiple",
+                "no case gives the row width `k` an odd multiple of the block of 256 threads (256, 768, ...)",
+            ),
+            (GOOD.replace("k = 8195,", "k = 8191,"), "past", "`k` has no bound in `requires` and no case past 8192 (the largest is 8191)"),
+            (GOOD.replace("n = 1028,", "n = 1024,"), "past", "`n` has no bound in `requires` and no case past 1024 (the largest is 1024)"),
+            (on_a_line, "affine", "`n` and `vocab` lie on one line in every case (vocab = n + 1)"),
+        ];
+        for (text, lint, words) in cases {
+            let e = error(&text);
+            assert_eq!((e.line, e.key.as_str()), (9, "shapes.cases"), "{lint}: {e}");
+            assert!(e.message.contains(words), "{lint}: {e}");
+            assert!(e.message.contains(&format!("`[exempt] {lint} = {{")), "{lint}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_bound_of_requires_is_met_by_a_case_and_every_listed_value_taken() {
+        assert!(Contract::parse("c.toml", &with_kernel("contract_test_bound", "requires = [\"k <= 8195\"]")).is_ok());
+        let e = error(&with_kernel("contract_test_bound_short", "requires = [\"k <= 9000\"]"));
+        assert_eq!(e.key, "kernel.requires[0]", "{e}");
+        assert!(e.message.contains("`k <= 9000`: no case meets it at its bound (k = 9000)"), "{e}");
+        let e = error(&with_kernel("contract_test_listed", "requires = [\"n in [1, 2, 3, 5, 7, 1028]\"]"));
+        assert!(e.key == "kernel.requires[0]" && e.message.contains("no case gives `n` the listed 7"), "{e}");
+        let listed = "requires = [\"n in [1, 2, 3, 5, 1028]\", \"vocab in [16, 3, 5, 6, 1026]\"]";
+        let e = error(&with_kernel("contract_test_pairs", listed));
+        assert_eq!(e.key, "shapes.cases", "{e}");
+        assert!(e.message.contains("no case gives (`n`, `vocab`) the pairs (1, 3), (1, 5)"), "{e}");
+    }
+
+    #[test]
+    fn parameters_vary_over_the_records_and_not_with_a_dtype() {
+        let declared = "params = { scale = { kind = \"float\", default = 2 } }";
+        let e = error(&with_kernel("contract_test_param_once", declared));
+        assert_eq!(e.key, "kernel.params.scale", "{e}");
+        assert!(e.message.contains("parameter `scale` is 2 in every record: a kernel that hardcodes that value"), "{e}");
+        let per_dtype = format!("{}\nparams = {{ scale = 3 }}\n", with_kernel("contract_test_param_dtype", declared).trim_end());
+        let e = error(&per_dtype);
+        assert_eq!((e.line, e.key.as_str()), (4, "record"), "{e}");
+        assert!(e.message.contains("parameter `scale` takes one value per dtype of `table` (f32: 2, bf16: 3)"), "{e}");
+    }
+
+    #[test]
+    fn two_tensors_of_independent_dtypes_differ_in_some_record_or_an_exemption_says_why() {
+        let e = error(&one_record());
+        assert_eq!((e.line, e.key.as_str()), (4, "record"), "{e}");
+        assert!(e.message.contains("no record gives `table` and `out` different dtypes"), "{e}");
+        let exempt = "\n[exempt]\ndtype_pairs = { \"out, table\" = \"a test of the exemption\" }\n";
+        assert!(Contract::parse("c.toml", &format!("{}{exempt}", one_record())).is_ok());
+        let e = error(&format!("{GOOD}{exempt}"));
+        assert_eq!(e.key, "exempt.dtype_pairs.out, table", "{e}");
+        assert!(e.message.contains("exempts nothing"), "{e}");
+        let e = error(&format!("{GOOD}\n[exempt]\nresidue = {{ k = \"x\" }}\n"));
+        assert!(e.key == "exempt.residue" && e.message.contains("no lint `residue` (the lints: residues, odd_multiple"), "{e}");
+        let e = error(&format!("{}\n[exempt]\ndtype_pairs = {{ \"table, out\" = \" \" }}\n", one_record()));
+        assert!(e.key == "exempt.dtype_pairs.table, out" && e.message.contains("says why"), "{e}");
+    }
+
     #[test]
     fn a_record_or_parameter_the_kernel_does_not_take_is_refused_where_it_is_given() {
         let e = error(
@@ -1374,7 +1472,9 @@ block = [256]
         assert_eq!((e.line, e.key.as_str()), (4, "record[0].dtypes"), "{e}");
         assert_eq!(e.message, "record `fp32 table, f32 out`: kernel.same_dtype[0]: `table` is f32 but `out` is bf16: they take one dtype");
         let limited = with_kernel("contract_test_limits", "params = { scale = { kind = \"float\", default = 2, above = 1, below = 4 } }");
-        assert!(Contract::parse("c.toml", &limited).is_ok());
+        let varied =
+            format!("{limited}\n[[record]]\nname = \"scale 3\"\ndtypes = {{ table = \"f32\", out = \"f32\" }}\nparams = {{ scale = 3 }}\n");
+        assert!(Contract::parse("c.toml", &varied).is_ok());
         let e = error(&format!("{limited}\n[params]\nscale = 4\n"));
         assert_eq!(e.key, "params.scale", "{e}");
         assert_eq!(e.message, "parameter `scale` = 4 is not below 4 (its `below`)");

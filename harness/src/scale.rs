@@ -97,7 +97,7 @@ name = "f32"
 dtypes = { a = "f32", b = "f32", out = "f32" }
 
 [shapes]
-cases = [ { rows = 2, k = 64 } ]
+cases = [ { rows = 2, k = 64 }, { rows = 3, k = 257 }, { rows = 4, k = 8195 }, { rows = 1025, k = 6 }, { rows = 5, k = 768 } ]
 
 [inputs]
 a = "normal(0, 1)"

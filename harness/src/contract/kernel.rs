@@ -48,6 +48,16 @@ pub(super) struct RawTensor {
 
 type RawTensors = Spanned<BTreeMap<String, Spanned<RawTensor>>>;
 
+/// Where each `kernel.requires[i]` is written.
+pub(super) fn requires_offsets(kernel: &RawKernel) -> Vec<usize> {
+    kernel.requires.iter().map(|r| r.span().start).collect()
+}
+
+/// Where each parameter is declared in `kernel.params`.
+pub(super) fn param_offsets(kernel: &RawKernel) -> BTreeMap<String, usize> {
+    kernel.params.iter().map(|(name, v)| (name.clone(), v.span().start)).collect()
+}
+
 /// The op `raw` describes with `kernel` and `tensors`, defined in the engine.
 pub(super) fn data_op(
     source: &Source,
