@@ -148,7 +148,8 @@ pub fn contract(op: &str, source: &str, symbol: &str, params: &[Param]) -> Strin
          [[record]]\n\
          name = \"?\"\n\n\
          [shapes]\n\
-         # one case per seam worth checking: one element, a block plus one, a large batch\n\
+         # one case per seam worth checking: one element, a block plus one, a large batch; the\n\
+         # contract loads once the cases cover what the README's \"What a contract must cover\" asks\n\
          cases = [{{ {} }}]\n\n\
          [inputs]\n{}\n\n\
          [nonfinite]\n\

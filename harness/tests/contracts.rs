@@ -536,8 +536,13 @@ fn contracts_new_starts_a_contract_that_runs_once_its_placeholders_are_filled() 
         .replace("shape = \"?\"", "shape = \"rows, k\"")
         .replace("grid = [\"?\"]", "grid = [\"ceil_div(rows * k, 256)\"]")
         .replace("block = [\"?\"]", "block = [256]")
-        .replace("name = \"?\"", "name = \"f32\"\ndtypes = { a = \"f32\", b = \"f32\", out = \"f32\" }")
-        .replace("{ rows = \"?\", k = \"?\" }", "{ rows = 1, k = 1 }, { rows = 7, k = 1000 }")
+        .replace(
+            "name = \"?\"",
+            "name = \"f32\"\ndtypes = { a = \"f32\", b = \"f32\", out = \"f32\" }\n\n[[record]]\nname = \"mixed\"\ndtypes = { a = \"bf16\", b = \"f16\", out = \"f32\" }",
+        )
+        // what the domain's lints ask: every width mod 4 over two rows or more, an odd multiple
+        // of the block, a row past 8192 wide and more rows than four blocks' threads
+        .replace("{ rows = \"?\", k = \"?\" }", "{ rows = 3, k = 1 }, { rows = 6, k = 258 }, { rows = 5, k = 768 }, { rows = 2, k = 8195 }, { rows = 1028, k = 1 }")
         .replace("a = \"?\"", "a = \"normal(0, 1)\"")
         .replace("b = \"?\"", "b = \"normal(0, 1)\"")
         .replace("policy = \"?\"", "policy = \"propagate\"")
@@ -545,7 +550,7 @@ fn contracts_new_starts_a_contract_that_runs_once_its_placeholders_are_filled() 
     std::fs::write(base.join("contracts/my_add.toml"), &filled).unwrap();
     let (code, said) = run(&["--no-controls"]);
     assert_eq!(code, 0, "{said}");
-    assert!(said.contains("my_add (f32) pass nonfinite, repeat and shapes; 2 cases, 7,001 elements, exact"), "{said}");
+    assert!(said.contains("my_add (f32) pass nonfinite, repeat and shapes; 5 cases, 22,809 elements, exact"), "{said}");
     // the same contract over a kernel with a bug: red
     std::fs::write(base.join("kernels/my_add.hip"), add.replace("tf_load(b, b_kind, i)", "tf_load(b, b_kind, i) * 2.0f")).unwrap();
     let (code, said) = run(&["--no-controls"]);
