@@ -1465,6 +1465,15 @@ dtypes = { table = "bf16", out = "f16" }
     }
 
     #[test]
+    fn the_lints_neither_overflow_nor_panic_on_a_block_past_any_size() {
+        let huge = GOOD
+            .replace("op = \"tf_embed_dense\"", "op = \"contract_test_huge_block\"")
+            .replace("block = [256]", "block = [4294967295, 1073741824]");
+        let e = error(&huge);
+        assert!(e.key == "shapes.cases" && e.message.contains("no case past 9223372036854775807"), "{e}");
+    }
+
+    #[test]
     fn a_record_or_parameter_the_kernel_does_not_take_is_refused_where_it_is_given() {
         let e = error(
             &with_kernel("contract_test_same_dtype", "same_dtype = [[\"table\", \"out\"]]").replace("out = \"f32\"", "out = \"bf16\""),

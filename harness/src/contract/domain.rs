@@ -34,6 +34,12 @@ const SEARCH: i64 = 2048;
 /// window of SEARCH values) is unbounded.
 const HUGE: i64 = 1 << 40;
 
+/// The most distinct sets of values (of cases and records) a search tries, and the most
+/// values of a list `pairs` crosses: a contract has a few of each, and a hostile one must not
+/// make loading slow.
+const MOST_CONTEXTS: usize = 64;
+const MOST_LISTED: usize = 32;
+
 /// The lints, by their key in `[exempt]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Lint {
@@ -233,7 +239,7 @@ impl<'a> Domain<'a> {
             for record in self.records {
                 let mut values = engine::ops::data::expression_values(self.op, &case.symbols, &record.params);
                 values.retain(|k, _| read.contains(k.as_str()));
-                if !contexts.contains(&values) {
+                if !contexts.contains(&values) && contexts.len() < MOST_CONTEXTS {
                     contexts.push(values);
                 }
             }
@@ -265,10 +271,14 @@ impl<'a> Domain<'a> {
         let taken: Vec<i64> = taken.into_iter().collect();
         let over = if rows.is_empty() { String::new() } else { format!(" with two rows or more of `{}`", rows[0]) };
         let domain = if reach.conditions.is_empty() { "its domain" } else { "`requires`" };
+        let taken = if taken.is_empty() {
+            format!("no case{over} gives `{symbol}` a value")
+        } else {
+            format!("`{symbol}` is ≡ {} (mod 4) in the cases{over}", list(&taken))
+        };
         let message = format!(
-            "`{symbol}` is {} (mod 4) in the cases{over}, but {domain} allows {} too: an unrolled or vectorised loop that \
-             mishandles the remainder passes; add a case with `{symbol}` ≡ {} (mod 4)",
-            if taken.is_empty() { "in no residue".to_string() } else { format!("≡ {}", list(&taken)) },
+            "{taken}, but {domain} allows {} too: an unrolled or vectorised loop that mishandles the remainder passes; add a \
+             case with `{symbol}` ≡ {} (mod 4)",
             list(&missing),
             missing.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" and one ≡ ")
         );
@@ -287,12 +297,12 @@ impl<'a> Domain<'a> {
             return None;
         }
         let reach = self.reach(&[symbol]);
-        let first = (0..64).map(|j| block * (2 * j + 1)).find(|v| reach.allows(&[(symbol, *v)]))?;
+        let first = (0..64).filter_map(|j| block.checked_mul(2 * j + 1)).find(|v| reach.allows(&[(symbol, *v)]))?;
         let message = format!(
             "no case gives the row width `{symbol}` an odd multiple of the block of {block} threads ({first}, {}, ...), \
              which `requires` allows: a path taken at a multiple of {block} that needs a multiple of {} passes; add one",
-            first + 2 * block,
-            2 * block
+            first.saturating_add(block.saturating_mul(2)),
+            block.saturating_mul(2)
         );
         Some(Gap { lint: Lint::OddMultiple, subject: symbol.to_string(), at: written.cases, key: "shapes.cases".into(), message })
     }
@@ -309,7 +319,8 @@ impl<'a> Domain<'a> {
             return None;
         }
         let width = !self.rows_of(symbol).is_empty();
-        let size = if width { ROW_PAST.max(BLOCKS_PAST * self.block) } else { BLOCKS_PAST * self.block };
+        let blocks = BLOCKS_PAST.saturating_mul(self.block);
+        let size = if width { ROW_PAST.max(blocks) } else { blocks };
         let largest = self.values(symbol, self.cases.iter()).into_iter().max().unwrap_or(0);
         if largest > size {
             return None;
@@ -404,7 +415,7 @@ impl<'a> Domain<'a> {
             .filter_map(|c| match (&c.left, &c.test) {
                 (Expr::Symbol(s), Test::OneOf(values)) => {
                     let values: Option<Vec<i64>> = values.iter().map(|v| v.evaluate(&Symbols::new()).ok()).collect();
-                    Some((s.as_str(), values?))
+                    Some((s.as_str(), values.filter(|v| v.len() <= MOST_LISTED)?))
                 }
                 _ => None,
             })
