@@ -112,22 +112,7 @@ pub(super) struct Written<'a> {
 /// Every lint over a parsed contract; the first gap no exemption covers is the error, and so
 /// is an exemption that covers nothing.
 pub(super) fn check(source: &Source, op: &OpSpec, records: &[Record], cases: &[Case], written: &Written) -> Result<(), ContractError> {
-    let domain = Domain::new(op, records, cases);
-    let mut gaps = Vec::new();
-    for symbol in domain.dim_symbols() {
-        gaps.extend(domain.residues(symbol, written));
-        gaps.extend(domain.odd_multiple(symbol, written));
-        gaps.extend(domain.past(symbol, written));
-    }
-    for (index, condition) in domain.requires.iter().enumerate() {
-        let at = written.requires.get(index).copied().unwrap_or(written.cases);
-        gaps.extend(domain.bound(index, condition, at));
-    }
-    gaps.extend(domain.affine(written));
-    gaps.extend(domain.pairs(written));
-    gaps.extend(domain.param_values(written));
-    gaps.extend(domain.param_dtype(written));
-    gaps.extend(domain.dtype_pairs(written));
+    let gaps = Domain::new(op, records, cases).gaps(written);
     let exempted = exemptions(source, written.exempt)?;
     for (lint, subject, at) in &exempted {
         if !gaps.iter().any(|g| g.lint == *lint && same_subject(&g.subject, subject)) {
@@ -139,17 +124,24 @@ pub(super) fn check(source: &Source, op: &OpSpec, records: &[Record], cases: &[C
         .into_iter()
         .filter(|g| !exempted.iter().any(|(lint, subject, _)| g.lint == *lint && same_subject(&g.subject, subject)))
         .collect();
-    let Some(gap) = open.first() else { return Ok(()) };
+    match open.first() {
+        None => Ok(()),
+        Some(gap) => Err(source.error(gap.at, gap.key.clone(), described(gap, &open[1..]))),
+    }
+}
+
+/// A gap's message, how to exempt it, and the rest in a word each, so that one run shows
+/// everything a contract leaves open.
+fn described(gap: &Gap, rest: &[Gap]) -> String {
     let hint = format!("; or say why not: `[exempt] {} = {{ \"{}\" = \"...\" }}`", gap.lint.name(), gap.subject);
-    // the rest in a word each, so that one run shows everything a contract leaves open
-    let more = match &open[1..] {
+    let more = match rest {
         [] => String::new(),
         rest => {
             let named: Vec<String> = rest.iter().map(|g| format!("{} ({})", g.lint.name(), g.subject)).collect();
             format!(" (also open: {})", named.join(", "))
         }
     };
-    Err(source.error(gap.at, gap.key.clone(), format!("{}{hint}{more}", gap.message)))
+    format!("{}{hint}{more}", gap.message)
 }
 
 /// `k, width` names the same two as `width, k`.
@@ -208,6 +200,26 @@ impl<'a> Domain<'a> {
             None => (&[][..], DEFAULT_BLOCK, Vec::new()),
         };
         Domain { op, records, cases, requires, dims, block, grid }
+    }
+
+    /// Every gap of every lint, in the order the lints are listed.
+    fn gaps(&self, written: &Written) -> Vec<Gap> {
+        let mut gaps = Vec::new();
+        for symbol in self.dim_symbols() {
+            gaps.extend(self.residues(symbol, written));
+            gaps.extend(self.odd_multiple(symbol, written));
+            gaps.extend(self.past(symbol, written));
+        }
+        for (index, condition) in self.requires.iter().enumerate() {
+            let at = written.requires.get(index).copied().unwrap_or(written.cases);
+            gaps.extend(self.bound(index, condition, at));
+        }
+        gaps.extend(self.affine(written));
+        gaps.extend(self.pairs(written));
+        gaps.extend(self.param_values(written));
+        gaps.extend(self.param_dtype(written));
+        gaps.extend(self.dtype_pairs(written));
+        gaps
     }
 
     /// Every symbol that sizes a tensor dimension, in the op's order.
