@@ -54,6 +54,15 @@ enum BackendChoice {
     Hip,
 }
 
+/// A seed in decimal or, as runs print it, in hex after `0x`.
+fn parse_seed(text: &str) -> Result<u64, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|e| format!("`{text}` is not a seed (decimal, or hex after 0x): {e}"))
+}
+
 /// Runs the engine's kernels under their contracts: gates 1-3 (nonfinite, repeat, shapes)
 /// on every shape case of every record, and every planted control.
 #[derive(Parser, Debug)]
@@ -87,8 +96,9 @@ struct Flags {
     /// Skip the planted controls.
     #[arg(long, global = true)]
     no_controls: bool,
-    /// Seed of every input (the same seed gives the same bytes on every backend).
-    #[arg(long, global = true, default_value_t = runner::DEFAULT_SEED)]
+    /// Seed of every input (the same seed gives the same bytes on every backend); decimal, or
+    /// hex with 0x as the first line of a run prints it.
+    #[arg(long, global = true, default_value_t = runner::DEFAULT_SEED, value_parser = parse_seed)]
     seed: u64,
     /// Launches per case for the repeat gate (at least 3).
     #[arg(long, global = true, default_value_t = 3, value_parser = clap::value_parser!(u16).range(3..=16))]
@@ -535,6 +545,11 @@ fn main() -> ExitCode {
     if flags.child.is_some() {
         return ExitCode::from(run_child(&flags) as u8);
     }
+    // two reports compared: no repository, no run, no signal handling needed
+    if let Some(Subcommand::Diff { base, new, max_ulp_growth, mean_error_growth }) = &flags.command {
+        let thresholds = harness::diff::Thresholds { max_ulp_growth: *max_ulp_growth, mean_error_growth: *mean_error_growth };
+        return ExitCode::from(diff(base, new, thresholds) as u8);
+    }
     // before any thread starts, so that every thread leaves these signals to the watcher
     if let Err(e) = processes::block_interrupting_signals().and_then(|()| processes::become_subreaper()) {
         eprintln!("contracts: error: {}", runner::error_chain(&e));
@@ -572,6 +587,9 @@ fn run(flags: &Flags) -> Result<i32> {
     }
     if let Some(Subcommand::Mutate { sample, list, operators }) = &flags.command {
         return mutate(flags, &root, *sample, *list, operators);
+    }
+    if let Some(Subcommand::Merge { reports }) = &flags.command {
+        return merge(flags, &root, reports);
     }
     if let Some(arch) = &flags.arch
         && !flags.static_only
@@ -709,7 +727,7 @@ fn replay(flags: &Flags) -> Replay {
 }
 
 /// Every output of a run: its files first (the JSON report, JUnit, triage pages, case dumps),
-/// then its lines (annotations, the progress bar, the record lines and SUMMARY). `contracts
+/// then its lines (the progress bar, the record lines and SUMMARY, annotations). `contracts
 /// record` prints the record lines only, and writes no report.
 fn run_reporters(flags: &Flags, root: &Path, bar: Option<ProgressBar>, recording: bool) -> Reporters {
     let replay = replay(flags);
@@ -728,14 +746,15 @@ fn run_reporters(flags: &Flags, root: &Path, bar: Option<ProgressBar>, recording
     if let Some(dir) = &flags.dump {
         list.push(Box::new(DumpReporter::new(dir.clone())));
     }
-    if reporters::github::enabled() {
-        list.push(Box::new(GithubAnnotations::new(stdout_sink(bar.clone()), root, Some(replay.clone()))));
-    }
     if let Some(bar) = &bar {
         list.push(Box::new(ProgressReporter::new(bar.clone())));
     }
-    let text = TextReporter::new(stdout_sink(bar), flags.seed, root).with_replay(replay).with_timings(flags.timings);
+    let text = TextReporter::new(stdout_sink(bar.clone()), flags.seed, root).with_replay(replay.clone()).with_timings(flags.timings);
     list.push(Box::new(text));
+    // after the record's own lines; never after the SUMMARY (it annotates no closing line)
+    if reporters::github::enabled() {
+        list.push(Box::new(GithubAnnotations::new(stdout_sink(bar), root, Some(replay))));
+    }
     Reporters::new(list)
 }
 
@@ -762,6 +781,58 @@ fn record(run: &RunReport, settings: &Settings, accept: bool) -> Result<i32> {
     }
     say!("{n} of {} contract(s) would change (above): nothing written; run again with --accept to write them", plan.lines.len());
     Ok(1)
+}
+
+/// `contracts diff`: 1 on a regression, 0 otherwise, 2 when a report cannot be read.
+fn diff(base: &Path, new: &Path, thresholds: harness::diff::Thresholds) -> i32 {
+    let read = |path: &Path| harness::report_file::read(path).map_err(|e| eprintln!("contracts diff: {e}"));
+    let (Ok(base), Ok(new)) = (read(base), read(new)) else { return 2 };
+    let compared = harness::diff::diff(&base, &new, &thresholds);
+    for line in compared.lines() {
+        say!("{line}");
+    }
+    compared.exit_code()
+}
+
+/// `contracts merge`: the jobs' reports as one run, told by the run's reporters (record lines
+/// and SUMMARY, the JSON report, --junit, --html), exiting as that run would.
+fn merge(flags: &Flags, root: &Path, paths: &[PathBuf]) -> Result<i32> {
+    let mut reports = Vec::new();
+    for path in paths {
+        reports.push((path.clone(), harness::report_file::read(path)?));
+    }
+    let run = harness::merge::merge(reports)?;
+    let mut reporters = Reporters::default();
+    reporters.push(Box::new(JsonReporter::new(flags.report.clone(), root)));
+    if let Some(path) = &flags.junit {
+        reporters.push(Box::new(JunitReporter::new(path.clone(), None)));
+    }
+    if let Some(dir) = &flags.html {
+        reporters.push(Box::new(HtmlReporter::new(dir.clone(), None)));
+    }
+    reporters.push(Box::new(TextReporter::new(stdout_sink(None), run.seed, root)));
+    reporters.event(&Event::Started { arch: &run.arch, backend: &run.backend, toolchain: &run.toolchain, gates_run: &run.gates_run });
+    let shown: Vec<String> = paths.iter().map(|p| harness::text::escaped(&p.display().to_string()).into_owned()).collect();
+    reporters.event(&Event::Notice(&format!("merged {} reports: {}", paths.len(), shown.join(", "))));
+    for e in &run.contract_errors {
+        reporters.event(&Event::ContractError(e));
+    }
+    if !run.controls_not_applicable.is_empty() {
+        reporters.event(&Event::NotApplicable { arch: &run.arch, controls: &run.controls_not_applicable });
+    }
+    if !run.cases_not_run.is_empty() {
+        reporters.event(&Event::CasesNotRun { arch: &run.arch, cases: &run.cases_not_run });
+    }
+    reporters.event(&Event::Planned { records: run.records.len(), controls: run.controls.len() });
+    for r in &run.records {
+        reporters.event(&Event::Record(r));
+    }
+    for r in &run.controls {
+        reporters.event(&Event::Control(r));
+    }
+    reporters.event(&Event::Finished(&run));
+    let summary = reporters.summary().cloned().unwrap_or_else(|| Summary::of(&run));
+    Ok(report::exit_code(&summary))
 }
 
 /// `contracts coverage`: the host backend in coverage mode, its records run in one child

@@ -213,13 +213,15 @@ fn heat_map(out: &mut String, h: &HeatMap) {
 fn histogram(out: &mut String, bins: &[UlpBin]) {
     let (bar, gap, tall, base) = (28.0, 6.0, 120.0, 150.0);
     let most = bins.iter().map(|b| b.count).max().unwrap_or(1).max(1) as f64;
-    let width = bins.len() as f64 * (bar + gap) + 20.0;
+    // room on the left for the first bar's slanted label
+    let left = 90.0;
+    let width = left + bins.len() as f64 * (bar + gap) + 10.0;
     let _ = writeln!(
         out,
-        "<svg class=\"histogram\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"200\" role=\"img\" aria-label=\"ulp distance histogram\">"
+        "<svg class=\"histogram\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"230\" role=\"img\" aria-label=\"ulp distance histogram\">"
     );
     for (i, b) in bins.iter().enumerate() {
-        let x = 10.0 + i as f64 * (bar + gap);
+        let x = left + i as f64 * (bar + gap);
         let h = if b.count == 0 { 0.0 } else { tall * (1.0 + (b.count as f64).ln()) / (1.0 + most.ln()) };
         let _ = writeln!(
             out,
