@@ -266,3 +266,36 @@ fn index_page(run: &RunReport, summary: &Summary, pages: &[(String, &&RecordResu
     out.push_str("</body>\n</html>\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_records_page_holds_its_line_replay_heat_map_histogram_and_mismatches() {
+        let run = super::super::fixture::run();
+        let failing = &run.records[1];
+        let html = page(failing, Some("contracts --only tf_add --record 'f16 & <bf16>' --case 0"));
+        assert!(html.contains("<h1 id=\"record\">tf_add (f16 &amp; &lt;bf16&gt;)</h1>"), "{html}");
+        assert!(html.contains("<pre class=\"replay\">contracts --only tf_add --record &#39;f16 &amp; &lt;bf16&gt;&#39; --case 0</pre>"));
+        assert!(html.contains("<span class=\"tensor-name\">out</span>: 2 of 6 elements differ at shapes"), "{html}");
+        // the two mismatching elements, [0, 1] and [1, 2], each a full red cell of its own
+        let cells: Vec<&str> = html.lines().filter(|l| l.starts_with("<rect class=\"mismatch\"")).collect();
+        assert_eq!(cells.len(), 2, "{html}");
+        assert!(cells[0].contains("rows 0-0, columns 1-1: 1 of 1 differ") && cells[1].contains("rows 1-1, columns 2-2: 1 of 1 differ"));
+        assert!(cells.iter().all(|c| c.contains("fill-opacity=\"1.000\"")));
+        assert!(
+            html.contains("<tr><td>[0, 1]</td><td>2.000</td><td>0x40000000</td><td>1.000</td><td>0x3f800000</td><td>8388608</td></tr>"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<rect class=\"bin\"").count(), 25, "bins 0 to 2^23, the empty ones too");
+        assert!(
+            !html.contains("<script") && !html.contains("http://")
+                || html.matches("http://").count() == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+        );
+        // a record that errored has a page without a heat map, saying why
+        let errored = page(&run.records[2], None);
+        assert!(errored.contains("class=\"no-triage\"") && errored.contains("was not declared"), "{errored}");
+        assert_eq!(page_name(0, failing), "01-tf_add-f16-bf16.html");
+    }
+}

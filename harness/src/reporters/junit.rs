@@ -209,3 +209,21 @@ pub fn xml(run: &RunReport, summary: &Summary, replay: Option<&Replay>) -> Strin
     out.push_str("</testsuites>\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_as_junit_one_testcase_per_record_and_control_failures_carrying_their_lines() {
+        let run = super::super::fixture::run();
+        let summary = Summary::of(&run);
+        let replay = Replay { program: "contracts".into(), seed: 1, backend: "host".into(), ..Replay::default() };
+        insta::assert_snapshot!(xml(&run, &summary, Some(&replay)));
+    }
+
+    #[test]
+    fn text_xml_cannot_hold_is_escaped() {
+        assert_eq!(escape("a<b & \"c\" 'd'\u{1b}[0m\ttab"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos;\\u{1b}[0m\ttab");
+    }
+}

@@ -4,6 +4,8 @@
 //! the file writers write first and the line printers close after, knowing what was written.
 
 pub mod dump;
+#[cfg(test)]
+mod fixture;
 pub mod github;
 pub mod html;
 pub mod json;
@@ -124,6 +126,66 @@ pub fn slug(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::sync::{Arc, Mutex};
+
+    use crate::replay::Replay;
+    use crate::runner::Event;
+
+    /// The lines a text reporter prints for the fixture run, written (or refused) as `written` says.
+    fn printed(run: &RunReport, outcome: Result<Option<String>, String>) -> (Vec<String>, Summary) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let kept = lines.clone();
+        let sink: Sink = Box::new(move |l| kept.lock().unwrap().push(l.to_string()));
+        let replay =
+            Replay { program: "contracts".into(), seed: 1, folders: vec![("--kernels".into(), "my kernels".into())], ..Replay::default() };
+        let root = std::path::Path::new("/repo");
+        let text = text::TextReporter::new(sink, 1, root).with_replay(replay);
+        struct Fake(Result<Option<String>, String>);
+        impl Reporter for Fake {
+            fn write(&mut self, _: &RunReport, _: &Summary) -> Option<Written> {
+                Some(Written { output: Output::Report, path: "/repo/reports/last/host-x86_64.json".into(), outcome: self.0.clone() })
+            }
+        }
+        let mut reporters = Reporters::new(vec![Box::new(Fake(outcome)), Box::new(text)]);
+        reporters.event(&Event::Started { arch: &run.arch, backend: &run.backend, toolchain: &run.toolchain, gates_run: &run.gates_run });
+        for r in &run.records {
+            reporters.event(&Event::Record(r));
+        }
+        for r in &run.controls {
+            reporters.event(&Event::Control(r));
+        }
+        reporters.event(&Event::Finished(run));
+        let summary = reporters.summary().unwrap().clone();
+        drop(reporters);
+        (Arc::try_unwrap(lines).unwrap().into_inner().unwrap(), summary)
+    }
+
+    #[test]
+    fn the_text_reporter_prints_record_lines_replays_and_closing_lines() {
+        let run = fixture::run();
+        let (lines, summary) = printed(&run, Ok(None));
+        assert_eq!(crate::report::exit_code(&summary), 1);
+        insta::assert_snapshot!(lines.join("\n"));
+        // a report that could not be written: said on the `ran` line, and exit 2
+        let (lines, summary) = printed(&run, Err("it is a folder, not a regular file".into()));
+        let ran = lines.iter().find(|l| l.starts_with("ran ")).unwrap();
+        assert!(ran.ends_with("; report NOT written to reports/last/host-x86_64.json: it is a folder, not a regular file"), "{ran}");
+        assert_eq!((summary.not_written, crate::report::exit_code(&summary)), (1, 2));
+        // an interrupted run: what ended it, where its report went, then the SUMMARY
+        let mut interrupted = fixture::run();
+        interrupted.interrupted = Some("SIGINT".into());
+        let (lines, summary) = printed(&interrupted, Ok(None));
+        assert_eq!(
+            lines[lines.len() - 3..],
+            [
+                "interrupted by SIGINT: 3 records and 2 controls finished (the report holds them); every process of the run was ended",
+                "report reports/last/host-x86_64.json",
+                &summary.line()
+            ]
+        );
+        assert_eq!(crate::report::exit_code(&summary), 130);
+    }
 
     #[test]
     fn slugs_are_file_name_parts() {
