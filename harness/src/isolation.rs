@@ -347,7 +347,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         if settings.fail_fast && result.red() {
                             stopped.store(true, std::sync::atomic::Ordering::Relaxed);
                         }
-                        let _ = sender.send((index, UnitMessage::Result(result)));
+                        let _ = sender.send((index, UnitMessage::Result(Box::new(result))));
                     };
                     let tell = |message: UnitMessage| {
                         let _ = sender.send((index, message));
@@ -393,8 +393,8 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                     on_event(&Event::RecordStarted { op: contract.op.name, record: &record, control: control.map(|c| c.bug.as_str()) })
                 }
                 UnitMessage::Case(done) => on_event(&Event::CaseFinished(&done)),
-                UnitMessage::Result(result) if index == reporting => report_result(on_event, result),
-                UnitMessage::Result(result) => waiting[index].push(result),
+                UnitMessage::Result(result) if index == reporting => report_result(on_event, *result),
+                UnitMessage::Result(result) => waiting[index].push(*result),
                 UnitMessage::Done => finished[index] = true,
             }
             while reporting < units.len() && finished[reporting] {
@@ -418,7 +418,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
 enum UnitMessage {
     Started(String),
     Case(CaseDone),
-    Result(RecordResult),
+    Result(Box<RecordResult>),
     Done,
 }
 
