@@ -47,8 +47,8 @@ pub struct HeatMap {
     pub counts: Vec<u32>,
 }
 
-/// Elements whose ulp distance from the oracle falls in [low, high]; `high` is `u64::MAX` for
-/// the bin of distances that are not numbers of ulps (a NaN on one side only).
+/// How many elements are at a distance from the oracle in the bin `label` names: `0`, `1`,
+/// `2-3`, `4-7`, ..., or `NaN on one side` (no number of ulps).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UlpBin {
     pub label: String,
