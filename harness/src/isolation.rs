@@ -25,7 +25,7 @@ use crate::contract::{Contract, Control, Record};
 use crate::exit_guard::EXIT_CALLED_STATUS;
 use crate::gate::{Fault, Gate};
 use crate::processes::{self, ProcessError};
-use crate::runner::{self, Event, InputCache, RecordResult, RunContext, RunReport, Settings};
+use crate::runner::{self, CaseDone, CaseWatcher, Event, InputCache, RecordResult, RunContext, RunReport, Settings};
 use crate::sandbox::{self, Plan};
 
 /// The file descriptor of the result channel in a child: high, so that nothing a kernel opens
@@ -94,6 +94,8 @@ pub enum ChildMessage {
         source: PathBuf,
         error: Option<String>,
     },
+    /// A case of the record in flight finished (for the parent's progress).
+    CaseFinished(CaseDone),
 }
 
 /// `<token> <json>`: one line.
@@ -211,8 +213,16 @@ pub fn serve(
         // a lost pipe means the parent is gone; the next result's write says so
         let _ = channel.lock().unwrap().send(&ChildMessage::Case(case.to_string()));
     };
-    let context =
-        RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules, on_case: Some(&on_case) };
+    let watcher = ChannelWatcher(&channel);
+    let context = RunContext {
+        backend,
+        settings,
+        gates_run: &gates_run,
+        reference,
+        reference_modules: &reference_modules,
+        on_case: Some(&on_case),
+        watcher: Some(&watcher),
+    };
     let mut inputs = InputCache::default();
     for (i, record) in chosen.into_iter().enumerate() {
         if i > 0
@@ -229,6 +239,16 @@ pub fn serve(
         }
     }
     Ok(())
+}
+
+/// A child's cases, told to its parent as they finish.
+struct ChannelWatcher<'a, 'c>(&'a Mutex<&'c mut Channel>);
+
+impl CaseWatcher for ChannelWatcher<'_, '_> {
+    fn case_finished(&self, done: &CaseDone) {
+        // a lost pipe means the parent is gone; the next result's write says so
+        let _ = self.0.lock().unwrap().send(&ChildMessage::CaseFinished(done.clone()));
+    }
 }
 
 /// The build job: each source built (not loaded: no kernel code runs here), each reported.
@@ -298,7 +318,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     let run_started = Instant::now();
     // the units of work in report order: each contract's records, then each control
     let mut units: Vec<(&Contract, Option<&Control>, Vec<&Record>)> =
-        contracts.iter().map(|contract| (contract, None, contract.records.iter().collect())).collect();
+        contracts.iter().map(|contract| (contract, None, settings.records_of(contract).collect())).collect();
     for control in &controls {
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         units.push((contract, Some(control), vec![contract.record(&control.record).unwrap()]));
@@ -308,7 +328,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     let next_unit = std::sync::atomic::AtomicUsize::new(0);
     // `--fail-fast`: set at the first red record; no unit starts after it
     let stopped = std::sync::atomic::AtomicBool::new(false);
-    let (sender, results) = mpsc::channel::<(usize, Option<RecordResult>)>();
+    let (sender, results) = mpsc::channel::<(usize, UnitMessage)>();
     // held by a unit whose records run GPU-only cases: each such case holds gigabytes of
     // inputs, read-backs and oracle values in host memory, so two at once could exhaust it
     let large_cases = std::sync::Mutex::new(());
@@ -327,7 +347,10 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         if settings.fail_fast && result.red() {
                             stopped.store(true, std::sync::atomic::Ordering::Relaxed);
                         }
-                        let _ = sender.send((index, Some(result)));
+                        let _ = sender.send((index, UnitMessage::Result(Box::new(result))));
+                    };
+                    let tell = |message: UnitMessage| {
+                        let _ = sender.send((index, message));
                     };
                     let source = runner::source_of(settings, contract, *control);
                     match source.and_then(|s| unbuilt.get(&s.path)) {
@@ -339,13 +362,13 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         }
                         None => {
                             let timeout = time_limit(settings, contract, *control);
-                            let unit = Unit { command, settings, info, contract, control: *control, timeout };
+                            let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell };
                             let large = control.is_none() && runner::runs_gpu_only_cases(contract, &info.arch);
                             let _one_at_a_time = large.then(|| large_cases.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
                             supervise(&unit, records.clone(), &mut emit);
                         }
                     }
-                    let _ = sender.send((index, None));
+                    let _ = sender.send((index, UnitMessage::Done));
                 }
             });
         }
@@ -353,7 +376,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         let mut reporting = 0;
         let mut waiting: Vec<Vec<RecordResult>> = vec![Vec::new(); units.len()];
         let mut finished = vec![false; units.len()];
-        let mut report_result = |result: RecordResult| {
+        let mut report_result = |on_event: &mut dyn FnMut(&Event), result: RecordResult| {
             if result.control.is_some() {
                 on_event(&Event::Control(&result));
                 report.controls.push(result);
@@ -364,15 +387,21 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         };
         for (index, message) in results {
             match message {
-                Some(result) if index == reporting => report_result(result),
-                Some(result) => waiting[index].push(result),
-                None => finished[index] = true,
+                // progress is told as it comes; results in unit order
+                UnitMessage::Started(record) => {
+                    let (contract, control, _) = &units[index];
+                    on_event(&Event::RecordStarted { op: contract.op.name, record: &record, control: control.map(|c| c.bug.as_str()) })
+                }
+                UnitMessage::Case(done) => on_event(&Event::CaseFinished(&done)),
+                UnitMessage::Result(result) if index == reporting => report_result(on_event, *result),
+                UnitMessage::Result(result) => waiting[index].push(*result),
+                UnitMessage::Done => finished[index] = true,
             }
             while reporting < units.len() && finished[reporting] {
                 reporting += 1;
                 if let Some(next) = waiting.get_mut(reporting) {
                     for result in next.drain(..) {
-                        report_result(result);
+                        report_result(on_event, result);
                     }
                 }
             }
@@ -380,7 +409,17 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     });
     report.timing.run_seconds = run_started.elapsed().as_secs_f64();
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    on_event(&Event::Finished(&report));
     report
+}
+
+/// What a unit's thread tells the thread that reports: a record taken up, a case finished, a
+/// result, the unit done.
+enum UnitMessage {
+    Started(String),
+    Case(CaseDone),
+    Result(Box<RecordResult>),
+    Done,
 }
 
 /// The build child: every source it did not finish within the build time limit, with why
@@ -442,6 +481,8 @@ struct Unit<'a> {
     contract: &'a Contract,
     control: Option<&'a Control>,
     timeout: Duration,
+    /// Progress for the reporting thread.
+    tell: &'a dyn Fn(UnitMessage),
 }
 
 impl Unit<'_> {
@@ -482,6 +523,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
         None => unit.contract.op.name.to_string(),
     };
     while !remaining.is_empty() {
+        (unit.tell)(UnitMessage::Started(remaining[0].name.clone()));
         let asked: Vec<String> = remaining.iter().map(|r| r.name.clone()).collect();
         let temp = match TempFolder::create() {
             Ok(temp) => temp,
@@ -512,6 +554,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
         let ending = loop {
             match child.next(item_started + unit.timeout) {
                 Received::Message(ChildMessage::Case(c)) => case = Some(c),
+                Received::Message(ChildMessage::CaseFinished(done)) => (unit.tell)(UnitMessage::Case(done)),
                 Received::Message(ChildMessage::Result(result)) => {
                     let name = result.record.clone();
                     if let Some(first) = pending.iter_mut().find(|r| r.record == name) {
@@ -538,6 +581,9 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                     pending.push(result);
                     item_started = Instant::now();
                     case = None;
+                    if let Some(next) = remaining.front() {
+                        (unit.tell)(UnitMessage::Started(next.name.clone()));
+                    }
                 }
                 Received::Message(ChildMessage::Fatal(message)) => fatal = Some(message),
                 Received::Message(ChildMessage::Built { .. }) => {}

@@ -14,6 +14,8 @@ use serde::Serialize;
 
 use crate::confine::Confinement;
 use crate::contract::{Case, Contract, ContractError, Control, Finding, KERNEL_TENSOR, NonfinitePolicy, Record};
+use crate::events::Forward;
+pub use crate::events::{CaseData, CaseDone, CaseWatcher, TensorData};
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
@@ -51,6 +53,14 @@ pub struct Settings {
     /// contracts after it are not run. For `contracts mutate`, where one red record is the
     /// whole answer.
     pub fail_fast: bool,
+    /// Run only the records of these names (`--record`, all when empty).
+    pub records: Vec<String>,
+    /// Run only this shape case, by its index in `[shapes].cases` (`--case`).
+    pub case: Option<usize>,
+    /// Run only the ops of this CI job's share (`--partition k/n`).
+    pub partition: Option<crate::selection::Partition>,
+    /// Emit each case's inputs, outputs and oracle as an event (`--dump`; in-process runs).
+    pub case_data: bool,
 }
 
 /// The time limit of a record whose contract and control set none, and no flag either: the
@@ -241,6 +251,10 @@ pub struct RecordResult {
     /// The cases' phases summed (`seconds` also holds the process, module and limits).
     #[serde(default)]
     pub phases: Phases,
+    /// For a failing record: each failing output's mismatches in its first failing case,
+    /// summarized for the triage page.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triage: Vec<crate::triage::Triage>,
 }
 
 impl RecordResult {
@@ -278,11 +292,31 @@ pub enum Event<'a> {
         arch: &'a str,
         cases: &'a [String],
     },
+    /// What the run will run, once its contracts and controls loaded.
+    Planned {
+        records: usize,
+        controls: usize,
+    },
+    /// A record (or a control: `control` names its bug) is about to run; in an isolated run,
+    /// when its child process takes it up.
+    RecordStarted {
+        op: &'a str,
+        record: &'a str,
+        control: Option<&'a str>,
+    },
+    /// One case of the record in flight finished (plain or with non-finite values planted).
+    CaseFinished(&'a CaseDone),
+    /// A case's inputs, first outputs and oracle (only with `Settings::case_data`).
+    CaseData(&'a CaseData<'a>),
+    /// A record finished.
     Record(&'a RecordResult),
+    /// A control finished.
     Control(&'a RecordResult),
+    /// The run is over: what it ran, as the report holds it.
+    Finished(&'a RunReport),
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Timing {
     pub build_seconds: f64,
     pub run_seconds: f64,
@@ -408,15 +442,26 @@ pub fn run_compared(
 
     let run_started = Instant::now();
     let mut inputs = InputCache::default();
-    let context = RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules, on_case: None };
+    // the cases' events go out through the same callback as the records'
+    let forward = Forward::new(on_event);
+    let context = RunContext {
+        backend,
+        settings,
+        gates_run: &gates_run,
+        reference,
+        reference_modules: &reference_modules,
+        on_case: None,
+        watcher: Some(&forward),
+    };
     'contracts: for contract in &contracts {
         let module = match contract.op.source {
             Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
             None => Ok(None),
         };
-        for record in &contract.records {
+        for record in settings.records_of(contract) {
+            forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: None });
             let result = run_record(&context, contract, record, &module, None, &mut inputs);
-            on_event(&Event::Record(&result));
+            forward.emit(&Event::Record(&result));
             let red = result.red();
             report.records.push(result);
             if red && settings.fail_fast {
@@ -428,12 +473,14 @@ pub fn run_compared(
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         let record = contract.record(&control.record).unwrap();
         let module = modules[&control.source].clone().map(Some);
+        forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: Some(&control.bug) });
         let result = run_record(&context, contract, record, &module, Some(control), &mut inputs);
-        on_event(&Event::Control(&result));
+        forward.emit(&Event::Control(&result));
         report.controls.push(result);
     }
     report.timing.run_seconds = run_started.elapsed().as_secs_f64();
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    forward.emit(&Event::Finished(&report));
     report
 }
 
@@ -467,7 +514,7 @@ pub(crate) fn load(
                         key: "op".into(),
                         message: format!("op `{}` already has a contract: {}", c.op.name, first.file),
                     });
-                } else if settings.only.is_empty() || settings.only.iter().any(|o| o == c.op.name) {
+                } else if settings.selects_op(c.op.name) {
                     match kernel_inside(&confined, settings, &c) {
                         Ok(()) => contracts.push(c),
                         Err(e) => report.contract_errors.push(e),
@@ -477,6 +524,7 @@ pub(crate) fn load(
             Err(e) => report.contract_errors.push(e),
         }
     }
+    settings.drop_cases_out_of_range(&mut contracts, &mut report.contract_errors);
     let mut controls: Vec<Control> = Vec::new();
     let mut not_applicable: Vec<String> = Vec::new();
     if settings.run_controls {
@@ -488,7 +536,7 @@ pub(crate) fn load(
                     // said even when --only leaves the op out: a control for no op is wrong everywhere
                     return Err(c.error("contract", format!("no op `{}` in the engine, so no contract for it", c.contract)));
                 }
-                if !settings.only.is_empty() && !settings.only.contains(&c.contract) {
+                if !settings.selects_op(&c.contract) {
                     return Ok(None);
                 }
                 let contract = contracts
@@ -500,6 +548,9 @@ pub(crate) fn load(
                     return Err(
                         c.error("record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")))
                     );
+                }
+                if !settings.selects_record(&c.record) {
+                    return Ok(None);
                 }
                 let include_dirs = [settings.kernels_dir.clone()];
                 confined.includes(&c.source, &c.source_display, &include_dirs).map_err(|e| c.error("source", e.to_string()))?;
@@ -533,6 +584,8 @@ pub(crate) fn load(
         on_event(&Event::CasesNotRun { arch, cases: &not_run });
     }
     report.cases_not_run = not_run;
+    let records = contracts.iter().map(|c| settings.records_of(c).count()).sum();
+    on_event(&Event::Planned { records, controls: controls.len() });
 
     (contracts, controls)
 }
@@ -758,6 +811,8 @@ pub(crate) struct RunContext<'a> {
     pub reference_modules: &'a Built,
     /// Told the case about to run, so a crash can be placed in it.
     pub on_case: Option<&'a dyn Fn(&str)>,
+    /// Told each case that finished, and its data where the settings ask for it.
+    pub watcher: Option<&'a dyn CaseWatcher>,
 }
 
 /// A record's result before anything ran: what the runner knows from the contract alone.
@@ -787,6 +842,7 @@ pub(crate) fn new_result(contract: &Contract, record: &Record, control: Option<&
         notes: Vec::new(),
         seconds: 0.0,
         phases: Phases::default(),
+        triage: Vec::new(),
     }
 }
 
@@ -804,7 +860,7 @@ pub(crate) fn faulted_result(
     result.fault = fault;
     result.error = Some(error);
     result.seconds = seconds;
-    result.outcome = decide(&mut result, contract, control, arch, gates_run);
+    result.outcome = decide(&mut result, contract, control, arch, gates_run, false);
     result
 }
 
@@ -822,10 +878,11 @@ pub(crate) fn run_record(
     let arch = backend.arch();
     result.cases_not_run = cases_not_run(contract, &arch, control.is_some());
     let plain: Vec<(usize, Inputs)> = (0..contract.cases.len())
-        .filter(|i| case_runs(&contract.cases[*i], &arch, control.is_some()))
+        .filter(|i| case_runs(&contract.cases[*i], &arch, control.is_some()) && context.settings.selects_case(*i))
         .map(|i| (i, Inputs::AsGenerated))
         .collect();
-    let planted = nonfinite_cases(contract).into_iter().map(|i| (i, Inputs::NonFinitePlanted));
+    let planted =
+        nonfinite_cases(contract).into_iter().filter(|i| context.settings.selects_case(*i)).map(|i| (i, Inputs::NonFinitePlanted));
     match module {
         Err(e) => result.error = Some(e.clone()),
         Ok(module) => {
@@ -838,13 +895,26 @@ pub(crate) fn run_record(
                 if let Some(on_case) = context.on_case {
                     on_case(&described);
                 }
-                match run_case(context, contract, record, module.as_deref(), (index, case), variant, inputs) {
-                    Ok((case_report, failures)) => {
+                let whose = Whose { control, described: &described };
+                match run_case(context, contract, record, module.as_deref(), (index, case), variant, inputs, &whose) {
+                    Ok((case_report, failures, triage)) => {
                         result.phases.add(&case_report.phases);
                         match variant {
                             Inputs::AsGenerated => result.cases.push(case_report),
                             Inputs::NonFinitePlanted => result.nonfinite_cases.push(case_report),
                         }
+                        if let Some(watcher) = context.watcher {
+                            watcher.case_finished(&CaseDone {
+                                op: contract.op.name.to_string(),
+                                record: record.name.clone(),
+                                control: control.map(|c| c.bug.clone()),
+                                case_index: index,
+                                case: described.clone(),
+                                planted: variant == Inputs::NonFinitePlanted,
+                                failures: failures.len(),
+                            });
+                        }
+                        crate::triage::keep_first(&mut result.triage, triage);
                         add_failures(&mut result, index, &described, failures);
                     }
                     Err(e) => {
@@ -891,7 +961,8 @@ pub(crate) fn run_record(
             result.error = Some(lost);
         }
     }
-    result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run);
+    let partial = context.settings.case.is_some();
+    result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run, partial);
     result.seconds = started.elapsed().as_secs_f64();
     result
 }
@@ -1005,7 +1076,16 @@ fn add_limits_failure(result: &mut RecordResult, report: &LimitsReport, strict: 
 /// One function decides a record's outcome: a finding for the arch and record covers each
 /// failure of its gate and tensor whose message holds its `matches`, in its cases; a failure
 /// no finding covers fails the record, and so does a finding that covers nothing (stale).
-fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Control>, arch: &str, gates_run: &[Gate]) -> Outcome {
+/// A `partial` run (one case, `--case`) calls no finding stale: the failures it covers may be
+/// in the cases that did not run.
+fn decide(
+    result: &mut RecordResult,
+    contract: &Contract,
+    control: Option<&Control>,
+    arch: &str,
+    gates_run: &[Gate],
+    partial: bool,
+) -> Outcome {
     if let Some(control) = control {
         let red = match control.planted {
             Planted::Gate(gate) => result.error.is_none() && result.failed(gate),
@@ -1040,7 +1120,7 @@ fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Contr
     for (f, used) in applicable.iter().zip(&used) {
         if *used {
             result.findings.push(format!("{} ({}): {}", f.gate, f.tensor, f.reason));
-        } else {
+        } else if !partial {
             result.stale_findings.push(stale(f, result, contract));
         }
     }
@@ -1084,6 +1164,14 @@ fn stale(f: &Finding, result: &RecordResult, contract: &Contract) -> String {
 
 type CaseFailures = Vec<(Gate, String, Failure)>;
 
+/// Whose case runs: a record's (whose failing outputs are summarized for the triage page) or
+/// a control's, and the case as the record line names it.
+struct Whose<'a> {
+    control: Option<&'a Control>,
+    described: &'a str,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_case(
     context: &RunContext,
     contract: &Contract,
@@ -1092,7 +1180,8 @@ fn run_case(
     (index, case): (usize, &Case),
     variant: Inputs,
     inputs: &mut InputCache,
-) -> Result<(CaseReport, CaseFailures), String> {
+    whose: &Whose,
+) -> Result<(CaseReport, CaseFailures, Vec<crate::triage::Triage>), String> {
     let RunContext { backend, settings, .. } = *context;
     let op = contract.op;
     let text = |e: engine::EngineError| error_chain(&e);
@@ -1195,7 +1284,31 @@ fn run_case(
         report.cross_backend = Some(compare_on(reference, context, contract, record, case, &input_bytes, &first));
         lap.take();
     }
+    if settings.case_data
+        && let Some(watcher) = context.watcher
+    {
+        let tensor = |name: &'_ str| &tensors[name];
+        let data = CaseData {
+            op: op.name,
+            record: &record.name,
+            control: whose.control.map(|c| c.bug.as_str()),
+            case_index: index,
+            planted: variant == Inputs::NonFinitePlanted,
+            inputs: input_bytes
+                .iter()
+                .map(|(name, bytes)| TensorData { name, dtype: tensor(name).dtype, shape: &tensor(name).shape, bytes })
+                .collect(),
+            outputs: outputs
+                .iter()
+                .map(|name| TensorData { name, dtype: tensor(name).dtype, shape: &tensor(name).shape, bytes: &launches[name][0] })
+                .collect(),
+            oracle: outputs.iter().map(|name| (*name, tensor(name).shape.as_slice(), want[*name].as_slice())).collect(),
+        };
+        watcher.case_data(&data);
+        lap.take();
+    }
     let mut failures: CaseFailures = Vec::new();
+    let mut triage = Vec::new();
     for finding in memory.into_values() {
         let failure = Failure { count: finding.count as usize, total: finding.count as usize, first: None, message: finding.message };
         failures.push((gate_of(finding.kind), finding.subject, failure));
@@ -1209,6 +1322,12 @@ fn run_case(
         }
         let tolerance = &record.tolerances[*name].tolerance;
         let (metrics, failure) = gates::compare(dtype, shape, first, &want[*name], tolerance);
+        let judged = !matches!((variant, &contract.nonfinite), (Inputs::NonFinitePlanted, NonfinitePolicy::Unspecified(_)));
+        if failure.is_some() && judged && whose.control.is_none() {
+            let gate = if variant == Inputs::AsGenerated { Gate::Shapes } else { Gate::Nonfinite };
+            let at = crate::triage::Site { gate, case_index: index, case: whose.described, tensor: name };
+            triage.push(crate::triage::summarize(&at, dtype, shape, first, &want[*name], tolerance));
+        }
         match (variant, &contract.nonfinite) {
             (Inputs::AsGenerated, _) => {
                 if let Some(f) = gates::nonfinite(dtype, shape, first, &want[*name]) {
@@ -1262,7 +1381,7 @@ fn run_case(
     }
     phases.gates += lap.take();
     report.phases = phases;
-    Ok((report, failures))
+    Ok((report, failures, triage))
 }
 
 /// A tensor's bytes as f64 values, in parallel pieces when it is large.
@@ -1385,7 +1504,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
         let contract = &contracts[*i];
         let records: Vec<&Record> = match control {
             Some(c) => vec![contract.record(&c.record).unwrap()],
-            None => contract.records.iter().collect(),
+            None => settings.records_of(contract).collect(),
         };
         for record in records {
             let mut result = RecordResult {
@@ -1413,6 +1532,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 notes: Vec::new(),
                 seconds: 0.0,
                 phases: Phases::default(),
+                triage: Vec::new(),
             };
             match &figures[&j] {
                 Ok(usage) => {
@@ -1422,7 +1542,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 }
                 Err(e) => result.error = Some(e.clone()),
             }
-            result.outcome = decide(&mut result, contract, *control, &arch, &gates_run);
+            result.outcome = decide(&mut result, contract, *control, &arch, &gates_run, false);
             if control.is_some() {
                 on_event(&Event::Control(&result));
                 report.controls.push(result);
@@ -1433,6 +1553,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
         }
     }
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    on_event(&Event::Finished(&report));
     report
 }
 
@@ -1455,6 +1576,10 @@ pub(crate) fn tests_settings() -> Settings {
         jobs: 1,
         build_timeout_seconds: DEFAULT_BUILD_TIMEOUT_SECONDS,
         fail_fast: false,
+        records: Vec::new(),
+        case: None,
+        partition: None,
+        case_data: false,
     }
 }
 
