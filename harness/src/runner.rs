@@ -667,22 +667,31 @@ pub(crate) type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
 #[derive(Default)]
 pub(crate) struct InputCache(HashMap<InputKey, Arc<Vec<u8>>>);
 
-/// A tensor's seed, dtype and shape, and whether its copy has non-finite values planted.
-type InputKey = (u64, engine::DType, Vec<usize>, Inputs);
+/// A tensor's seed, dtype and shape, whether its copy has non-finite values planted, and
+/// the record whose own generator made it (none: the contract's).
+type InputKey = (u64, engine::DType, Vec<usize>, Inputs, Option<String>);
 
-/// The bytes of one input tensor of one case, as the contract's spec (and, for a planted
-/// copy, gate 1's non-finite values in a float input) makes them.
+/// The generator of an input tensor for a record: the record's own, else the contract's.
+pub(crate) fn input_spec<'a>(contract: &'a Contract, record: &'a Record, tensor: &str) -> &'a crate::inputs::InputSpec {
+    record.inputs.get(tensor).unwrap_or(&contract.inputs[tensor])
+}
+
+/// The bytes of one input tensor of one case, as the record's spec (and, for a planted copy,
+/// gate 1's non-finite values in a float input) makes them.
 pub(crate) fn generate_input(
     contract: &Contract,
+    record: &Record,
     tensor: &str,
-    dtype: engine::DType,
     case: &Case,
     seed: u64,
     inputs: Inputs,
 ) -> Result<Vec<u8>, String> {
-    let spec = &contract.inputs[tensor];
+    let dtype = record.dtypes[tensor];
+    let spec = input_spec(contract, record, tensor);
     let spec = if inputs == Inputs::NonFinitePlanted && dtype.is_float() { spec.with_nonfinite() } else { spec.clone() };
-    spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("inputs.{tensor}: {e}"))
+    let key =
+        if record.inputs.contains_key(tensor) { format!("record `{}` inputs.{tensor}", record.name) } else { format!("inputs.{tensor}") };
+    spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("{key}: {e}"))
 }
 
 pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
@@ -1108,11 +1117,12 @@ fn run_case(
         let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
         if spec.role == Role::Input {
             let seed = tensor_seed(settings.seed, op.name, spec.name, index);
-            let key = (seed, dtype, shape.clone(), variant);
+            let own = record.inputs.contains_key(spec.name).then(|| record.name.clone());
+            let key = (seed, dtype, shape.clone(), variant, own);
             let bytes = match inputs.0.get(&key) {
                 Some(bytes) => bytes.clone(),
                 None => {
-                    let bytes = Arc::new(generate_input(contract, spec.name, dtype, case, seed, variant)?);
+                    let bytes = Arc::new(generate_input(contract, record, spec.name, case, seed, variant)?);
                     inputs.0.insert(key, bytes.clone());
                     bytes
                 }

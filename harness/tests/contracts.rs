@@ -541,6 +541,7 @@ fn contracts_new_starts_a_contract_that_runs_once_its_placeholders_are_filled() 
         .replace("a = \"?\"", "a = \"normal(0, 1)\"")
         .replace("b = \"?\"", "b = \"normal(0, 1)\"")
         .replace("policy = \"?\"", "policy = \"propagate\"")
+        .replace("axis = \"?\"", "axis = \"rows\"")
         .replace("oracle = \"?\"", "oracle = \"add\"");
     std::fs::write(base.join("contracts/my_add.toml"), &filled).unwrap();
     let (code, said) = run(&["--no-controls"]);
