@@ -1208,20 +1208,10 @@ fn tolerances(
     Ok(map)
 }
 
-/// The gate a control is planted at: one that some backend runs.
-fn planted_gate(source: &Source, gate: &Spanned<String>) -> Result<Gate, ContractError> {
-    let at = gate.span().start;
-    let parsed = Gate::parse(gate.get_ref()).map_err(|e| source.error(at, "gate", e))?;
-    if !Gate::RUN_BY_A_BACKEND.contains(&parsed) {
-        let run: Vec<&str> = Gate::RUN_BY_A_BACKEND.iter().map(|g| g.name()).collect();
-        let message = format!("no backend runs gate `{parsed}` (they run {}): a control planted there could never go red", run.join(", "));
-        return Err(source.error(at, "gate", message));
-    }
-    Ok(parsed)
-}
-
-/// A planted faulty kernel and where it must go red: at a gate, or with a fault (a crash, a
-/// timeout, a device fault) that the runner sees from outside the record's process.
+/// A planted fault and where it must go red: at a gate, or with a fault (a crash, a timeout,
+/// a device fault) that the runner sees from outside the record's process. What is planted is
+/// a faulty kernel (`source`), parameters that change the op's launch (`params`: the unpinned
+/// BLAS path of `projection_bf16`), or both.
 #[derive(Clone, Debug)]
 pub struct Control {
     pub file: String,
@@ -1232,9 +1222,17 @@ pub struct Control {
     pub record: String,
     pub planted: Planted,
     pub bug: String,
-    /// The faulty kernel source (absolute) and as reports show it.
-    pub source: PathBuf,
-    pub source_display: String,
+    /// The faulty kernel source (absolute) and as reports show it; none where the control
+    /// plants only parameters (the op's own kernel, or its library, runs).
+    pub source: Option<PathBuf>,
+    pub source_display: Option<String>,
+    /// Parameters of the op in place of the record's (`params = { chunk = 0 }`), each with
+    /// its line: the runner checks them against the op.
+    pub params: BTreeMap<String, (f64, usize)>,
+    /// `cases = [..]`: the indices into the contract's `[shapes].cases` it runs, a GPU-only
+    /// one among them where its fault shows only at that size; when absent, every case that
+    /// is not GPU-only.
+    pub cases: Option<Vec<usize>>,
     /// The control's own time limit (a kernel that never returns need not wait the default).
     pub timeout_seconds: Option<u64>,
     /// Planted for `--strict-limits` (figures that moved within budget): runs only under it.
@@ -1244,6 +1242,8 @@ pub struct Control {
     contract_line: usize,
     record_line: usize,
     source_line: usize,
+    gate_line: usize,
+    cases_line: usize,
 }
 
 #[derive(Deserialize)]
@@ -1263,9 +1263,32 @@ struct RawControl {
     gate: Option<Spanned<String>>,
     fault: Option<Spanned<String>>,
     bug: Spanned<String>,
-    source: Spanned<String>,
+    source: Option<Spanned<String>>,
+    #[serde(default)]
+    params: BTreeMap<String, Spanned<f64>>,
+    cases: Option<Spanned<Vec<Spanned<i64>>>>,
     timeout_seconds: Option<Spanned<i64>>,
     strict_limits: Option<Spanned<bool>>,
+}
+
+/// A control's `source`: a file beside it by name that, with every symlink followed, still
+/// resolves in the repository or in the control's own folder (one the user gave on the
+/// command line).
+fn control_source(source: &Source, file: &Spanned<String>, dir: &Path, repository: &Path) -> Result<PathBuf, ContractError> {
+    let at = file.span().start;
+    let relative = Path::new(file.get_ref());
+    if relative.is_absolute() || relative.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(source.error(at, "source", format!("`{}` must be a file beside the control", relative.display())));
+    }
+    let kernel = dir.join(relative);
+    let shown = kernel.strip_prefix(repository).unwrap_or(&kernel).display().to_string();
+    let shown = crate::text::escaped(&shown).into_owned();
+    match Confinement::new([repository, dir]).resolve(&kernel, &shown) {
+        Ok(real) if real.is_file() => Ok(kernel),
+        Ok(_) => Err(source.error(at, "source", format!("`{shown}` is not a file"))),
+        Err(Escape::Unresolved { .. }) => Err(source.error(at, "source", format!("no such file {shown}"))),
+        Err(e) => Err(source.error(at, "source", e.to_string())),
+    }
 }
 
 impl Control {
@@ -1275,7 +1298,7 @@ impl Control {
         source.plain_text()?;
         let raw: RawControl = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
         let planted = match (&raw.gate, &raw.fault) {
-            (Some(gate), None) => Planted::Gate(planted_gate(&source, gate)?),
+            (Some(gate), None) => Planted::Gate(Gate::parse(gate.get_ref()).map_err(|e| source.error(gate.span().start, "gate", e))?),
             (None, Some(fault)) => Planted::Fault(Fault::parse(fault.get_ref()).map_err(|e| source.error(fault.span().start, "fault", e))?),
             (Some(_), Some(fault)) => {
                 return Err(source.error(fault.span().start, "fault", "a control is planted at a gate or with a fault, not both"));
@@ -1305,22 +1328,32 @@ impl Control {
                 "only a control planted at gate limits can need --strict-limits",
             ));
         }
-        let at = raw.source.span().start;
-        let relative = Path::new(raw.source.get_ref());
-        if relative.is_absolute() || relative.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-            return Err(source.error(at, "source", format!("`{}` must be a file beside the control", relative.display())));
-        }
-        let kernel = dir.join(relative);
-        let source_display = kernel.strip_prefix(repository).unwrap_or(&kernel).display().to_string();
-        // beside the control by name, and, with every symlink followed, still in the
-        // repository or in the control's own folder (one the user gave on the command line)
-        let shown = crate::text::escaped(&source_display).into_owned();
-        match Confinement::new([repository, dir]).resolve(&kernel, &shown) {
-            Ok(real) if real.is_file() => {}
-            Ok(_) => return Err(source.error(at, "source", format!("`{shown}` is not a file"))),
-            Err(Escape::Unresolved { .. }) => return Err(source.error(at, "source", format!("no such file {shown}"))),
-            Err(e) => return Err(source.error(at, "source", e.to_string())),
-        }
+        let (kernel, source_line) = match &raw.source {
+            Some(file) => (Some(control_source(&source, file, dir, repository)?), source.line_of(file.span().start)),
+            None if raw.params.is_empty() => {
+                return Err(source.error(
+                    0,
+                    "source",
+                    "a control plants a faulty kernel (`source`, a file beside it) or parameters that change the op's launch (`params`)",
+                ));
+            }
+            None => (None, 0),
+        };
+        let cases = match &raw.cases {
+            None => None,
+            Some(list) if list.get_ref().is_empty() => {
+                return Err(source.error(list.span().start, "cases", "an empty list runs nothing: leave `cases` out to run every case"));
+            }
+            Some(list) => Some(
+                list.get_ref()
+                    .iter()
+                    .map(|c| {
+                        usize::try_from(*c.get_ref())
+                            .map_err(|_| source.error(c.span().start, "cases", format!("case {} is no index", c.get_ref())))
+                    })
+                    .collect::<Result<Vec<usize>, _>>()?,
+            ),
+        };
         Ok(Control {
             file: file.to_string(),
             arch,
@@ -1328,13 +1361,17 @@ impl Control {
             record: raw.record.get_ref().clone(),
             planted,
             bug,
+            source_display: kernel.as_ref().map(|k| k.strip_prefix(repository).unwrap_or(k).display().to_string()),
             source: kernel,
-            source_display,
+            params: raw.params.iter().map(|(name, v)| (name.clone(), (*v.get_ref(), source.line_of(v.span().start)))).collect(),
+            cases,
             timeout_seconds,
             strict_limits,
             contract_line: source.line_of(raw.contract.span().start),
             record_line: source.line_of(raw.record.span().start),
-            source_line: source.line_of(at),
+            source_line,
+            gate_line: raw.gate.as_ref().map_or(1, |g| source.line_of(g.span().start)),
+            cases_line: raw.cases.as_ref().map_or(1, |c| source.line_of(c.span().start)),
         })
     }
 
@@ -1349,9 +1386,52 @@ impl Control {
         let line = match key {
             "record" => self.record_line,
             "source" => self.source_line,
-            _ => self.contract_line,
+            "gate" => self.gate_line,
+            "cases" => self.cases_line,
+            _ => match key.strip_prefix("params.").and_then(|p| self.params.get(p)) {
+                Some((_, line)) => *line,
+                None => self.contract_line,
+            },
         };
         ContractError { file: self.file.clone(), line, key: key.to_string(), message: message.into() }
+    }
+
+    /// Checks what only the contract can tell: its record, the cases it names, and its
+    /// parameters against the op's (each a parameter the op has, an integer one whole).
+    pub fn check_against(&self, contract: &Contract) -> Result<(), ContractError> {
+        if contract.record(&self.record).is_none() {
+            let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
+            return Err(self.error("record", format!("{} has no record `{}` (records: {})", contract.file, self.record, names.join("; "))));
+        }
+        if let Some(bad) = self.cases.iter().flatten().find(|c| **c >= contract.cases.len()) {
+            let n = contract.cases.len();
+            return Err(self.error("cases", format!("case {bad} is out of range: {} has {n} (0 to {})", contract.file, n - 1)));
+        }
+        for (name, (value, _)) in &self.params {
+            let key = format!("params.{name}");
+            let Some(spec) = contract.op.param(name) else {
+                let known: Vec<&str> = contract.op.params.iter().map(|p| p.name).collect();
+                let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                return Err(self.error(&key, format!("op {} has no parameter `{name}` (its parameters: {known})", contract.op.name)));
+            };
+            if !value.is_finite() || (spec.integer && (value.fract() != 0.0 || value.abs() > i32::MAX as f64)) {
+                let kind = if spec.integer { "a whole number that fits an int" } else { "finite" };
+                return Err(self.error(&key, format!("`{name}` = {value} is not {kind}")));
+            }
+        }
+        if self.planted == Planted::Gate(Gate::Seams) && contract.seams.axis().is_none() {
+            return Err(self.error("gate", format!("{} says its seams are `none`: gate 5 never runs for it", contract.file)));
+        }
+        Ok(())
+    }
+
+    /// The record as the control runs it: its parameters in place of the record's.
+    pub fn applied_to(&self, record: &Record) -> Record {
+        let mut record = record.clone();
+        for (name, (value, _)) in &self.params {
+            record.params.insert(name.clone(), *value);
+        }
+        record
     }
 
     pub fn load(path: &Path, display: &str, repository: &Path) -> Result<Control, ContractError> {
@@ -1411,10 +1491,13 @@ mod control_tests {
     }
 
     #[test]
-    fn a_gate_no_backend_runs_and_text_that_is_not_plain_are_refused() {
-        let e = control(&format!("{BASE}gate = \"seams\"")).unwrap_err();
+    fn every_gate_may_be_planted_but_no_other_and_text_that_is_not_plain_is_refused() {
+        for gate in Gate::ALL {
+            assert_eq!(control(&format!("{BASE}gate = \"{gate}\"")).unwrap().planted, Planted::Gate(gate));
+        }
+        let e = control(&format!("{BASE}gate = \"seam\"")).unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (5, "gate"), "{e}");
-        assert!(e.message.contains("no backend runs gate `seams`"), "{e}");
+        assert!(e.message.contains("unknown gate `seam` (nonfinite, repeat, shapes, limits, seams)"), "{e}");
         for escape in ["\\n", "\\u001b[31m", "\\u0000", "\\u202e"] {
             for (key, line) in [("contract", 1), ("record", 2), ("bug", 3)] {
                 let text = format!("{BASE}gate = \"repeat\"").replacen(&format!("{key} = \""), &format!("{key} = \"x{escape}"), 1);
@@ -1438,6 +1521,57 @@ mod control_tests {
         assert!(e.message.contains("`controls/k.hip` resolves outside the repository"), "{e}");
         let e = control(&format!("{BASE}gate = \"repeat\"").replace("k.hip", "none.hip")).unwrap_err();
         assert_eq!(e.message, "no such file none.hip", "{e}");
+    }
+
+    fn contract_of(op: &str) -> Contract {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../contracts/{op}.toml"));
+        Contract::load(&path, &format!("contracts/{op}.toml")).unwrap()
+    }
+
+    #[test]
+    fn a_control_plants_a_kernel_or_parameters_and_may_name_its_cases() {
+        let params_only = BASE.replace("source = \"k.hip\"\n", "params = { chunk = 0 }\ncases = [5]\n");
+        let c = control(&format!("{params_only}gate = \"seams\"")).unwrap();
+        assert_eq!((c.source.as_ref(), c.params.get("chunk"), c.cases.as_deref()), (None, Some(&(0.0, 4)), Some(&[5usize][..])));
+        let neither = BASE.replace("source = \"k.hip\"\n", "");
+        let e = control(&format!("{neither}gate = \"seams\"")).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (1, "source"), "{e}");
+        assert!(e.message.contains("a faulty kernel (`source`") && e.message.contains("(`params`)"), "{e}");
+        for (cases, words) in [("cases = []", "an empty list runs nothing"), ("cases = [-1]", "case -1 is no index")] {
+            let e = control(&format!("{BASE}gate = \"seams\"\n{cases}")).unwrap_err();
+            assert_eq!((e.line, e.key.as_str()), (6, "cases"), "{e}");
+            assert!(e.message.contains(words), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_controls_record_cases_and_parameters_are_checked_against_its_contract() {
+        let projection = contract_of("projection_bf16");
+        let text = |extra: &str| format!("contract = \"projection_bf16\"\nrecord = \"f32 out\"\nbug = \"b\"\ngate = \"seams\"\n{extra}\n");
+        let good = control(&text("params = { chunk = 0 }")).unwrap();
+        assert!(good.check_against(&projection).is_ok());
+        assert_eq!(good.applied_to(&projection.records[0]).params["chunk"], 0.0);
+        let cases = [
+            ("params = { chunk = 0.5 }", "params.chunk", 5, "`chunk` = 0.5 is not a whole number"),
+            ("params = { eps = 1 }", "params.eps", 5, "op projection_bf16 has no parameter `eps` (its parameters: chunk)"),
+            ("params = { chunk = 0 }\ncases = [99]", "cases", 6, "case 99 is out of range"),
+        ];
+        for (extra, key, line, words) in cases {
+            let e = control(&text(extra)).unwrap().check_against(&projection).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, line), "{extra}: {e}");
+            assert!(e.message.contains(words), "{extra}: {e}");
+        }
+        let e = control(&text("params = { chunk = 0 }").replace("f32 out", "f64 out")).unwrap().check_against(&projection).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("record", 2), "{e}");
+        // a control planted at seams for an op whose rows are not independent could never go red
+        let kv = contract_of("tf_kv_append");
+        let at_seams = format!(
+            "contract = \"tf_kv_append\"\nrecord = \"{}\"\nbug = \"b\"\nsource = \"k.hip\"\ngate = \"seams\"\n",
+            kv.records[0].name
+        );
+        let e = control(&at_seams).unwrap().check_against(&kv).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("gate", 5), "{e}");
+        assert!(e.message.contains("says its seams are `none`"), "{e}");
     }
 
     #[test]

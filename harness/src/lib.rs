@@ -23,5 +23,6 @@ pub mod runner;
 pub mod sandbox;
 pub mod scaffold;
 pub mod scale;
+pub mod seams;
 pub mod text;
 pub mod tolerance;
