@@ -289,7 +289,11 @@ fn malformed_contracts_are_named_by_file_line_and_key_and_the_rest_still_run() {
     let undefined = error_for("undefined_symbol.toml");
     assert!(undefined.contains("`shapes.cases[0]`: undefined shape symbol `tile`"), "{output}");
     // the good contracts still ran and were reported
-    let passing = lines.iter().filter(|l| l.contains(" pass nonfinite, repeat, shapes and seams; ")).count();
+    // (gate 5 left out of the records of a contract whose seams are `none`)
+    let passing = lines
+        .iter()
+        .filter(|l| l.contains(" pass nonfinite, repeat, shapes and seams; ") || l.contains(" pass nonfinite, repeat and shapes; "))
+        .count();
     assert!(passing >= 5, "{output}");
     let n = summary_numbers(lines.last().unwrap());
     assert_eq!((n[0], n[1]), (passing, passing), "{output}");
