@@ -1365,6 +1365,10 @@ fn run_case(
     Ok((report, failures))
 }
 
+/// A case's whole batch as gate 5 reuses it: its tensors (the shared ones lent to the pieces),
+/// its inputs' bytes, and each output's bytes from its first launch.
+type WholeBatch<'a, 'b> = (&'a mut BTreeMap<String, Tensor>, &'a BTreeMap<String, Arc<Vec<u8>>>, BTreeMap<&'b str, &'a [u8]>);
+
 /// Gate 5 on one case: its rows in pieces of each of the record's cuts and, where the
 /// contract asks, in decode batches (`seams::batched_cases` says which cases); each against
 /// the whole batch's bytes.
@@ -1373,7 +1377,7 @@ fn run_seams(
     (contract, record, module): (&Contract, &Record, Option<&dyn Module>),
     (index, case): (usize, &Case),
     axis: &crate::contract::RowAxis,
-    (tensors, inputs, outputs): (&mut BTreeMap<String, Tensor>, &BTreeMap<String, Arc<Vec<u8>>>, BTreeMap<&str, &[u8]>),
+    (tensors, inputs, outputs): WholeBatch,
     phases: &mut Phases,
 ) -> Result<crate::seams::Outcome, String> {
     let rows = usize::try_from(case.symbols[&axis.axis]).map_err(|_| format!("`{}` is not a row count", axis.axis))?;
