@@ -64,7 +64,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// `pieces of 7 rows`, `pieces of 1 row (4 of 1,000 pieces)`, `a batch of 32 rows (the
+    /// `pieces of 7 rows`, `pieces of 1 row (3 of 1,000 pieces)`, `a batch of 32 rows (the
     /// case's 3 rows repeated)`.
     pub fn label(&self) -> String {
         match (self.cut, self.batch) {
