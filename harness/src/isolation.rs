@@ -207,7 +207,7 @@ pub fn serve(
         Some(source) => modules[&source.path].clone().map(Some),
         None => Ok(None),
     };
-    let gates_run = runner::gates_for(backend);
+    let gates_run = runner::gates_of_run(&runner::gates_for(backend), std::slice::from_ref(&contract));
     let channel = Mutex::new(channel);
     let on_case = |case: &str| {
         // a lost pipe means the parent is gone; the next result's write says so
@@ -295,14 +295,17 @@ pub struct BackendInfo {
 /// The whole run, each contract and each control in its own child process, `jobs` at a time.
 pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Settings, on_event: &mut dyn FnMut(&Event)) -> RunReport {
     let started = Instant::now();
+    let mut report = RunReport::empty(&info.arch, &info.name, &info.toolchain, settings, settings.repeats, &info.gates_run);
+    let contracts = runner::load_contracts(settings, &mut report);
+    let info = &BackendInfo { gates_run: runner::gates_of_run(&info.gates_run, &contracts), ..info.clone() };
+    report.gates_run = info.gates_run.clone();
     on_event(&Event::Started { arch: &info.arch, backend: &info.name, toolchain: &info.toolchain, gates_run: &info.gates_run });
     if info.name == "host" && sandbox::landlock_abi() == 0 {
         on_event(&Event::Notice(
             "sandbox: this kernel has no Landlock, so record processes run under rlimits only (their file system is not read-only)",
         ));
     }
-    let mut report = RunReport::empty(&info.arch, &info.name, &info.toolchain, settings, settings.repeats, &info.gates_run);
-    let (contracts, controls) = runner::load(settings, &info.arch, &info.gates_run, &mut report, on_event);
+    let controls = runner::load_controls(settings, &info.arch, &info.gates_run, &contracts, &mut report, on_event);
 
     // every kernel built first, on all cores, in one child: the record children then load
     // from the cache. A build that fails or crashes here is built again, and reported, by
@@ -363,7 +366,8 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         None => {
                             let timeout = time_limit(settings, contract, *control);
                             let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell };
-                            let large = control.is_none() && runner::runs_gpu_only_cases(contract, &info.arch);
+                            let large =
+                                runner::cases_run_for(contract, &info.arch, *control).iter().any(|i| contract.cases[*i].gpu_only.is_some());
                             let _one_at_a_time = large.then(|| large_cases.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
                             supervise(&unit, records.clone(), &mut emit);
                         }
@@ -1137,6 +1141,15 @@ mod tests {
             block_threads: 256,
             cross_backend: Some(Err("no module".into())),
             phases: crate::phases::Phases { inputs: 0.5, gates: 0.125, ..Default::default() },
+            seams: vec![crate::seams::SeamCheck {
+                plan: "pieces of 1 row".into(),
+                cut: Some(1),
+                batch: None,
+                pieces: 3,
+                of_pieces: 3,
+                rows: 3,
+                rows_differing: [("out".to_string(), 2)].into(),
+            }],
         });
         let token = random_token().unwrap();
         let line = encode(&token, &ChildMessage::Result(Box::new(result.clone()))).unwrap();

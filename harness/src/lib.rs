@@ -29,6 +29,7 @@ pub mod runner;
 pub mod sandbox;
 pub mod scaffold;
 pub mod scale;
+pub mod seams;
 pub mod selection;
 pub mod text;
 pub mod tolerance;

@@ -392,6 +392,7 @@ mod tests {
             block_threads: 256,
             cross_backend: None,
             phases: Default::default(),
+            seams: Vec::new(),
         }
     }
 
@@ -443,7 +444,7 @@ mod tests {
     }
 
     fn control(bug: &str, gate: Gate) -> ControlInfo {
-        ControlInfo { file: "controls/x.toml".into(), bug: bug.into(), planted: Planted::Gate(gate), source: "controls/x.hip".into() }
+        ControlInfo { file: "controls/x.toml".into(), bug: bug.into(), planted: Planted::Gate(gate), source: Some("controls/x.hip".into()) }
     }
 
     #[test]
@@ -504,7 +505,7 @@ mod tests {
             file: "controls/faults/x.toml".into(),
             bug: "one store lands 2^40 elements past the output".into(),
             planted: Planted::Fault(fault),
-            source: "controls/faults/x.hip".into(),
+            source: Some("controls/faults/x.hip".into()),
         };
         let faulted = |fault: Fault, got: Option<Fault>, outcome: Outcome, error: Option<&str>| {
             let mut r = record("f32", outcome, "exact");

@@ -167,7 +167,9 @@ pub struct ControlInfo {
     pub file: String,
     pub bug: String,
     pub planted: Planted,
-    pub source: String,
+    /// The control's kernel; none where it plants only parameters.
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 impl ControlInfo {
@@ -197,6 +199,10 @@ pub struct CaseReport {
     /// Where the case's time went.
     #[serde(default)]
     pub phases: Phases,
+    /// Gate 5: each cut's and batch's pieces, and the rows of each output that differed from
+    /// the whole batch's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seams: Vec<crate::seams::SeamCheck>,
 }
 
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -375,14 +381,31 @@ impl Serialize for ContractError {
     }
 }
 
-/// The gates a backend runs: 1-3 everywhere; limits and seams come with the backends and
-/// contracts that define them.
+/// The gates a backend runs: 1-3 everywhere, limits where modules report live figures;
+/// seams comes with the contracts that declare a row axis (`gates_of_run`).
 pub fn gates_for(backend: &dyn Backend) -> Vec<Gate> {
     let mut gates = vec![Gate::Nonfinite, Gate::Repeat, Gate::Shapes];
     if backend.has_live_limits() {
         gates.push(Gate::Limits);
     }
     gates
+}
+
+/// A run's gates: the backend's, and seams where some contract declares a row axis.
+pub fn gates_of_run(backend_gates: &[Gate], contracts: &[Contract]) -> Vec<Gate> {
+    let mut gates = backend_gates.to_vec();
+    if !gates.contains(&Gate::Seams) && contracts.iter().any(|c| c.seams.axis().is_some()) {
+        gates.push(Gate::Seams);
+    }
+    gates
+}
+
+/// The gates a record of `contract` (or a control) runs: the run's, less seams where the
+/// contract says its rows are not independent, or for a control planted elsewhere: gate 5's
+/// pieces are launches of their own, and they prove nothing about the gate a control is for.
+pub fn gates_of_record(gates_run: &[Gate], contract: &Contract, control: Option<&Control>) -> Vec<Gate> {
+    let seams = contract.seams.axis().is_some() && control.is_none_or(|c| c.planted == Planted::Gate(Gate::Seams));
+    gates_run.iter().copied().filter(|g| *g != Gate::Seams || seams).collect()
 }
 
 fn display(root: &Path, path: &Path) -> String {
@@ -426,11 +449,12 @@ pub fn run_compared(
     let started = Instant::now();
     let arch = backend.arch();
     let toolchain = backend.toolchain();
-    let gates_run = gates_for(backend);
+    let mut report = RunReport::empty(&arch, backend.name(), &toolchain, settings, settings.repeats, &gates_for(backend));
+    let contracts = load_contracts(settings, &mut report);
+    let gates_run = gates_of_run(&gates_for(backend), &contracts);
+    report.gates_run = gates_run.clone();
     on_event(&Event::Started { arch: &arch, backend: backend.name(), toolchain: &toolchain, gates_run: &gates_run });
-    let mut report = RunReport::empty(&arch, backend.name(), &toolchain, settings, settings.repeats, &gates_run);
-
-    let (contracts, controls) = load(settings, &arch, &gates_run, &mut report, on_event);
+    let controls = load_controls(settings, &arch, &gates_run, &contracts, &mut report, on_event);
 
     // build every kernel source first, on all cores
     let build_started = Instant::now();
@@ -472,7 +496,10 @@ pub fn run_compared(
     for control in controls.iter().filter(|_| !(settings.fail_fast && report.records.iter().any(RecordResult::red))) {
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         let record = contract.record(&control.record).unwrap();
-        let module = modules[&control.source].clone().map(Some);
+        let module = match source_of(settings, contract, Some(control)) {
+            Some(source) => modules[&source.path].clone().map(Some),
+            None => Ok(None),
+        };
         forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: Some(&control.bug) });
         let result = run_record(&context, contract, record, &module, Some(control), &mut inputs);
         forward.emit(&Event::Control(&result));
@@ -492,7 +519,14 @@ pub(crate) fn load(
     report: &mut RunReport,
     on_event: &mut dyn FnMut(&Event),
 ) -> (Vec<Contract>, Vec<Control>) {
-    // contracts, one op each
+    let contracts = load_contracts(settings, report);
+    let controls = load_controls(settings, arch, gates_run, &contracts, report, on_event);
+    (contracts, controls)
+}
+
+/// The contracts in scope, one op each; each one that cannot load goes to the report's
+/// errors (said, with the controls', by `load_controls`). The run's gates follow from them.
+pub(crate) fn load_contracts(settings: &Settings, report: &mut RunReport) -> Vec<Contract> {
     let mut contracts: Vec<Contract> = Vec::new();
     let confined = confinement(settings);
     if !settings.contracts_dir.is_dir() {
@@ -525,6 +559,20 @@ pub(crate) fn load(
         }
     }
     settings.drop_cases_out_of_range(&mut contracts, &mut report.contract_errors);
+    contracts
+}
+
+/// The controls that apply here (`gates_run` are the run's), then every load error, the
+/// controls not run and the cases not run, said as events.
+pub(crate) fn load_controls(
+    settings: &Settings,
+    arch: &str,
+    gates_run: &[Gate],
+    contracts: &[Contract],
+    report: &mut RunReport,
+    on_event: &mut dyn FnMut(&Event),
+) -> Vec<Control> {
+    let confined = confinement(settings);
     let mut controls: Vec<Control> = Vec::new();
     let mut not_applicable: Vec<String> = Vec::new();
     if settings.run_controls {
@@ -543,17 +591,14 @@ pub(crate) fn load(
                     .iter()
                     .find(|k| k.op.name == c.contract)
                     .ok_or_else(|| c.error("contract", format!("no loaded contract for op `{}`", c.contract)))?;
-                if contract.record(&c.record).is_none() {
-                    let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
-                    return Err(
-                        c.error("record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")))
-                    );
-                }
+                c.check_against(contract)?;
                 if !settings.selects_record(&c.record) {
                     return Ok(None);
                 }
-                let include_dirs = [settings.kernels_dir.clone()];
-                confined.includes(&c.source, &c.source_display, &include_dirs).map_err(|e| c.error("source", e.to_string()))?;
+                if let (Some(source), Some(shown)) = (&c.source, &c.source_display) {
+                    let include_dirs = [settings.kernels_dir.clone()];
+                    confined.includes(source, shown, &include_dirs).map_err(|e| c.error("source", e.to_string()))?;
+                }
                 if let Some(why) = not_run_here(&c, arch, gates_run, settings) {
                     not_applicable.push(format!("{} ({}): {why}", c.file, c.planted));
                     return Ok(None);
@@ -586,8 +631,7 @@ pub(crate) fn load(
     report.cases_not_run = not_run;
     let records = contracts.iter().map(|c| settings.records_of(c).count()).sum();
     on_event(&Event::Planned { records, controls: controls.len() });
-
-    (contracts, controls)
+    controls
 }
 
 /// Whether a case runs on `arch`, for a contract's record or for a control. A GPU-only case
@@ -597,10 +641,25 @@ pub fn case_runs(case: &Case, arch: &str, control: bool) -> bool {
     case.gpu_only.is_none() || !(arch.starts_with("host") || control)
 }
 
-/// Whether a contract's records run a GPU-only case on `arch` (an isolated run then runs
-/// such contracts one at a time).
-pub fn runs_gpu_only_cases(contract: &Contract, arch: &str) -> bool {
-    contract.cases.iter().any(|c| c.gpu_only.is_some() && case_runs(c, arch, false))
+/// The cases a record (or a control) runs on `arch`, by index: a control's own `cases` where
+/// it names them (a GPU-only one among them runs on a GPU), else every case that runs here.
+pub fn cases_run_for(contract: &Contract, arch: &str, control: Option<&Control>) -> Vec<usize> {
+    match control.and_then(|c| c.cases.as_ref()) {
+        Some(cases) => cases.iter().copied().filter(|i| case_runs(&contract.cases[*i], arch, false)).collect(),
+        None => (0..contract.cases.len()).filter(|i| case_runs(&contract.cases[*i], arch, control.is_some())).collect(),
+    }
+}
+
+/// The cases of a record (or a control) that `arch` does not run, with why: for a control
+/// with its own `cases`, those of them this arch cannot run.
+pub fn cases_not_run_for(contract: &Contract, arch: &str, control: Option<&Control>) -> Vec<String> {
+    match control.and_then(|c| c.cases.as_ref()) {
+        Some(cases) => cases_not_run(contract, arch, false)
+            .into_iter()
+            .filter(|line| cases.iter().any(|i| line.contains(&format!(" shapes.cases[{i}] "))))
+            .collect(),
+        None => cases_not_run(contract, arch, control.is_some()),
+    }
 }
 
 /// The cases of a contract that `arch` does not run, each as `file shapes.cases[i] {..}: why`
@@ -682,14 +741,15 @@ fn kernel_inside(confined: &Confinement, settings: &Settings, contract: &Contrac
     })
 }
 
-/// The kernel a record runs: its control's faulty copy, else its contract's kernel; none for
-/// an op a library serves, whose records always go through the library (a control for one
-/// plants a kernel named after the op, which its launcher runs in place of the library call).
+/// The kernel a record runs: its control's faulty copy, else (a control that plants only
+/// parameters too) its contract's kernel; none for an op a library serves, whose records
+/// always go through the library (a control for one may plant a kernel named after the op,
+/// which its launcher runs in place of the library call).
 pub(crate) fn source_of(settings: &Settings, contract: &Contract, control: Option<&Control>) -> Option<KernelSource> {
     let op = contract.op;
     match (control, op.source, op.symbol) {
-        (Some(control), _, _) => Some(kernel_source(settings, &control.source, op.kernel_symbol())),
-        (None, Some(source), Some(symbol)) => Some(kernel_source(settings, &settings.kernels_dir.join(source), symbol)),
+        (Some(Control { source: Some(path), .. }), _, _) => Some(kernel_source(settings, path, op.kernel_symbol())),
+        (_, Some(source), Some(symbol)) => Some(kernel_source(settings, &settings.kernels_dir.join(source), symbol)),
         _ => None,
     }
 }
@@ -701,7 +761,14 @@ pub(crate) fn kernel_sources(settings: &Settings, contracts: &[Contract], contro
         let contract = contracts.iter().find(|k| k.op.name == c.contract)?;
         source_of(settings, contract, Some(c))
     });
-    of_contracts.chain(of_controls).collect()
+    let mut sources: Vec<KernelSource> = Vec::new();
+    for source in of_contracts.chain(of_controls) {
+        // a control that plants only parameters runs its contract's kernel, built once
+        if !sources.iter().any(|s| s.path == source.path) {
+            sources.push(source);
+        }
+    }
+    sources
 }
 
 pub(crate) fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource {
@@ -720,22 +787,31 @@ pub(crate) type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
 #[derive(Default)]
 pub(crate) struct InputCache(HashMap<InputKey, Arc<Vec<u8>>>);
 
-/// A tensor's seed, dtype and shape, and whether its copy has non-finite values planted.
-type InputKey = (u64, engine::DType, Vec<usize>, Inputs);
+/// A tensor's seed, dtype and shape, whether its copy has non-finite values planted, and
+/// the record whose own generator made it (none: the contract's).
+type InputKey = (u64, engine::DType, Vec<usize>, Inputs, Option<String>);
 
-/// The bytes of one input tensor of one case, as the contract's spec (and, for a planted
-/// copy, gate 1's non-finite values in a float input) makes them.
+/// The generator of an input tensor for a record: the record's own, else the contract's.
+pub(crate) fn input_spec<'a>(contract: &'a Contract, record: &'a Record, tensor: &str) -> &'a crate::inputs::InputSpec {
+    record.inputs.get(tensor).unwrap_or(&contract.inputs[tensor])
+}
+
+/// The bytes of one input tensor of one case, as the record's spec (and, for a planted copy,
+/// gate 1's non-finite values in a float input) makes them.
 pub(crate) fn generate_input(
     contract: &Contract,
+    record: &Record,
     tensor: &str,
-    dtype: engine::DType,
     case: &Case,
     seed: u64,
     inputs: Inputs,
 ) -> Result<Vec<u8>, String> {
-    let spec = &contract.inputs[tensor];
+    let dtype = record.dtypes[tensor];
+    let spec = input_spec(contract, record, tensor);
     let spec = if inputs == Inputs::NonFinitePlanted && dtype.is_float() { spec.with_nonfinite() } else { spec.clone() };
-    spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("inputs.{tensor}: {e}"))
+    let key =
+        if record.inputs.contains_key(tensor) { format!("record `{}` inputs.{tensor}", record.name) } else { format!("inputs.{tensor}") };
+    spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("{key}: {e}"))
 }
 
 pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
@@ -823,7 +899,7 @@ pub(crate) fn new_result(contract: &Contract, record: &Record, control: Option<&
         contract_file: contract.file.clone(),
         control: control.map(ControlInfo::of),
         outcome: Outcome::Pass,
-        gates_run: gates_run.to_vec(),
+        gates_run: gates_of_record(gates_run, contract, control),
         failures: Vec::new(),
         failure_sites: Vec::new(),
         findings: Vec::new(),
@@ -875,14 +951,21 @@ pub(crate) fn run_record(
     let RunContext { backend, gates_run, .. } = *context;
     let started = Instant::now();
     let mut result = new_result(contract, record, control, gates_run);
+    // a control's parameters in place of the record's
+    let applied = control.filter(|c| !c.params.is_empty()).map(|c| c.applied_to(record));
+    let record = applied.as_ref().unwrap_or(record);
     let arch = backend.arch();
-    result.cases_not_run = cases_not_run(contract, &arch, control.is_some());
-    let plain: Vec<(usize, Inputs)> = (0..contract.cases.len())
-        .filter(|i| case_runs(&contract.cases[*i], &arch, control.is_some()) && context.settings.selects_case(*i))
+    result.cases_not_run = cases_not_run_for(contract, &arch, control);
+    let plain: Vec<(usize, Inputs)> = cases_run_for(contract, &arch, control)
+        .into_iter()
+        .filter(|i| context.settings.selects_case(*i))
         .map(|i| (i, Inputs::AsGenerated))
         .collect();
-    let planted =
-        nonfinite_cases(contract).into_iter().filter(|i| context.settings.selects_case(*i)).map(|i| (i, Inputs::NonFinitePlanted));
+    let chosen = control.and_then(|c| c.cases.as_ref());
+    let planted = nonfinite_cases(contract)
+        .into_iter()
+        .filter(|i| chosen.is_none_or(|cases| cases.contains(i)) && context.settings.selects_case(*i))
+        .map(|i| (i, Inputs::NonFinitePlanted));
     match module {
         Err(e) => result.error = Some(e.clone()),
         Ok(module) => {
@@ -896,7 +979,8 @@ pub(crate) fn run_record(
                     on_case(&described);
                 }
                 let whose = Whose { control, described: &described };
-                match run_case(context, contract, record, module.as_deref(), (index, case), variant, inputs, &whose) {
+                let gates = &result.gates_run;
+                match run_case(context, (contract, record, gates), module.as_deref(), (index, case), variant, inputs, &whose) {
                     Ok((case_report, failures, triage)) => {
                         result.phases.add(&case_report.phases);
                         match variant {
@@ -1174,8 +1258,7 @@ struct Whose<'a> {
 #[allow(clippy::too_many_arguments)]
 fn run_case(
     context: &RunContext,
-    contract: &Contract,
-    record: &Record,
+    (contract, record, gates): (&Contract, &Record, &[Gate]),
     module: Option<&dyn Module>,
     (index, case): (usize, &Case),
     variant: Inputs,
@@ -1197,11 +1280,12 @@ fn run_case(
         let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
         if spec.role == Role::Input {
             let seed = tensor_seed(settings.seed, op.name, spec.name, index);
-            let key = (seed, dtype, shape.clone(), variant);
+            let own = record.inputs.contains_key(spec.name).then(|| record.name.clone());
+            let key = (seed, dtype, shape.clone(), variant, own);
             let bytes = match inputs.0.get(&key) {
                 Some(bytes) => bytes.clone(),
                 None => {
-                    let bytes = Arc::new(generate_input(contract, spec.name, dtype, case, seed, variant)?);
+                    let bytes = Arc::new(generate_input(contract, record, spec.name, case, seed, variant)?);
                     inputs.0.insert(key, bytes.clone());
                     bytes
                 }
@@ -1244,6 +1328,7 @@ fn run_case(
         block_threads: 0,
         cross_backend: None,
         phases: Phases::default(),
+        seams: Vec::new(),
     };
     for launch in 0..repeats {
         for name in &outputs {
@@ -1309,6 +1394,24 @@ fn run_case(
     }
     let mut failures: CaseFailures = Vec::new();
     let mut triage = Vec::new();
+    let seams_here = variant == Inputs::AsGenerated && gates.contains(&Gate::Seams);
+    if let Some(axis) = contract.seams.axis().filter(|_| seams_here) {
+        lap.take();
+        let whole: BTreeMap<&str, &[u8]> = outputs.iter().map(|n| (*n, launches[n][0].as_slice())).collect();
+        let outcome =
+            run_seams(context, (contract, record, module), (index, case), axis, (&mut tensors, &input_bytes, whole), &mut phases)?;
+        report.seams = outcome.checks;
+        for (tensor, failure) in outcome.failures {
+            failures.push((Gate::Seams, tensor, failure));
+        }
+        // a wrong access only a piece made (the whole batch's first of each kind is said below)
+        for (plan, finding) in outcome.findings {
+            if let std::collections::btree_map::Entry::Vacant(slot) = memory.entry(finding.kind) {
+                slot.insert(MemoryFinding { message: format!("in {plan}: {}", finding.message), ..finding });
+            }
+        }
+        lap.take();
+    }
     for finding in memory.into_values() {
         let failure = Failure { count: finding.count as usize, total: finding.count as usize, first: None, message: finding.message };
         failures.push((gate_of(finding.kind), finding.subject, failure));
@@ -1382,6 +1485,41 @@ fn run_case(
     phases.gates += lap.take();
     report.phases = phases;
     Ok((report, failures, triage))
+}
+
+/// A case's whole batch as gate 5 reuses it: its tensors (the shared ones lent to the pieces),
+/// its inputs' bytes, and each output's bytes from its first launch.
+type WholeBatch<'a, 'b> = (&'a mut BTreeMap<String, Tensor>, &'a BTreeMap<String, Arc<Vec<u8>>>, BTreeMap<&'b str, &'a [u8]>);
+
+/// Gate 5 on one case: its rows in pieces of each of the record's cuts and, where the
+/// contract asks, in decode batches (`seams::batched_cases` says which cases); each against
+/// the whole batch's bytes.
+fn run_seams(
+    context: &RunContext,
+    (contract, record, module): (&Contract, &Record, Option<&dyn Module>),
+    (index, case): (usize, &Case),
+    axis: &crate::contract::RowAxis,
+    (tensors, inputs, outputs): WholeBatch,
+    phases: &mut Phases,
+) -> Result<crate::seams::Outcome, String> {
+    let rows = usize::try_from(case.symbols[&axis.axis]).map_err(|_| format!("`{}` is not a row count", axis.axis))?;
+    let batches: Vec<usize> =
+        axis.batches.iter().copied().filter(|b| crate::seams::batched_cases(contract, &axis.axis, *b).contains(&index)).collect();
+    let plans = crate::seams::plans(rows, &axis.cuts_for(record), &batches);
+    let batch = crate::seams::Batch {
+        op: contract.op,
+        backend: context.backend,
+        module,
+        symbols: &case.symbols,
+        params: &record.params,
+        // the whole batch's bytes are its first launch's: the pieces run as it ran
+        schedule: launch_schedule(0, context.settings.seed),
+        poison: output_poison(0),
+        axis: &axis.axis,
+        inputs,
+        outputs,
+    };
+    crate::seams::run(&batch, tensors, &plans, phases)
 }
 
 /// A tensor's bytes as f64 values, in parallel pieces when it is large.
@@ -1475,7 +1613,9 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     }
     for control in &controls {
         let i = contracts.iter().position(|k| k.op.name == control.contract).unwrap();
-        jobs.push((i, Some(control), kernel_source(settings, &control.source, contracts[i].op.kernel_symbol())));
+        if let Some(source) = source_of(settings, &contracts[i], Some(control)) {
+            jobs.push((i, Some(control), source));
+        }
     }
     let build_started = Instant::now();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -1608,7 +1748,10 @@ mod tests {
         assert!(case_runs(case, "sm_90", false) && case_runs(case, "gfx1201", false));
         assert!(!case_runs(case, "sm_90", true) && !case_runs(case, "host-x86_64", false) && !case_runs(case, "host-x86_64", true));
         assert!(contract.cases.iter().filter(|c| c.gpu_only.is_none()).all(|c| case_runs(c, "host-x86_64", true)));
-        assert!(runs_gpu_only_cases(&contract, "sm_90") && !runs_gpu_only_cases(&contract, "host-x86_64"));
+        assert!(
+            cases_run_for(&contract, "sm_90", None).contains(&gpu_only)
+                && !cases_run_for(&contract, "host-x86_64", None).contains(&gpu_only)
+        );
         assert!(cases_not_run(&contract, "sm_90", false).is_empty());
         let for_controls = cases_not_run(&contract, "sm_90", true);
         assert_eq!(for_controls.len(), 1, "{for_controls:?}");
@@ -1618,5 +1761,36 @@ mod tests {
         );
         let on_host = cases_not_run(&contract, "host-x86_64", true);
         assert!(on_host.len() == 1 && on_host[0].ends_with(')'), "{on_host:?}");
+    }
+
+    #[test]
+    fn a_known_finding_at_seams_covers_a_seams_failure_on_its_arch_and_goes_stale_without_one() {
+        let settings = tests_settings();
+        let finding = "\n[[finding]]\ngate = \"seams\"\narch = \"sm_90\"\nrecord = \"f32\"\ntensor = \"out\"\n\
+                       matches = \"rows differ from the whole batch\"\nreason = \"a library that picks its kernel by the row count\"\n";
+        let text = std::fs::read_to_string(settings.contracts_dir.join("tf_rms.toml")).unwrap() + finding;
+        let contract = Contract::parse("contracts/tf_rms.toml", &text).unwrap();
+        let gates = [Gate::Nonfinite, Gate::Repeat, Gate::Shapes, Gate::Limits, Gate::Seams];
+        let red = || {
+            let mut result = new_result(&contract, &contract.records[0], None, &gates);
+            let message = "pieces of 7 rows: 3 of 8 rows differ from the whole batch, first [2, 0] (row 2): got -0.4821 (0xbef6da7b) want \
+                           -0.4821 (0xbef6da7e)";
+            let failure = Failure { count: 3, total: 8, first: Some(vec![2, 0]), message: message.into() };
+            add_failures(&mut result, 4, "{rows = 8, k = 8192}", vec![(Gate::Seams, "out".into(), failure)]);
+            result
+        };
+        let mut known = red();
+        known.outcome = decide(&mut known, &contract, None, "sm_90", &gates, false);
+        assert_eq!(known.outcome, Outcome::KnownFinding);
+        let line = crate::report::record_line(&known);
+        assert!(
+            line.starts_with("tf_rms (f32) pass nonfinite, repeat, shapes, limits and seams with known finding at seams (out): a library"),
+            "{line}"
+        );
+        let mut elsewhere = red();
+        assert_eq!(decide(&mut elsewhere, &contract, None, "gfx1201", &gates, false), Outcome::Fail, "the finding is for sm_90 only");
+        let mut green = new_result(&contract, &contract.records[0], None, &gates);
+        assert_eq!(decide(&mut green, &contract, None, "sm_90", &gates, false), Outcome::Fail);
+        assert!(green.stale_findings[0].contains("is stale: the gate passes now"), "{:?}", green.stale_findings);
     }
 }

@@ -153,6 +153,9 @@ pub fn contract(op: &str, source: &str, symbol: &str, params: &[Param]) -> Strin
          [inputs]\n{}\n\n\
          [nonfinite]\n\
          policy = \"?\"   # propagate, ignore, or unspecified with a reason\n\n\
+         [seams]\n\
+         axis = \"?\"   # the shape symbol counting rows (each tensor's first dimension), or replace\n\
+         # this table by `seams = \"none: <why the rows are not independent>\"` above it\n\n\
          [reference]\n\
          oracle = \"?\"   # a named oracle whose tensors these are\n\
          tolerance = \"exact\"\n",

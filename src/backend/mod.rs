@@ -256,7 +256,12 @@ pub trait StaticCompiler: Send + Sync {
 /// `x` as is (ldb = k) and ldc = n.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmBf16 {
+    /// The row count of the BLAS call: what a library picks its kernel by.
     pub m: usize,
+    /// The rows of `y` the caller reads back, the first ones (at most `m`): the rest are
+    /// zero padding of a pinned call, never read. A backend whose row results never depend
+    /// on `m` (the host's) may compute these alone; a library is called with `m`.
+    pub rows: usize,
     pub n: usize,
     pub k: usize,
     pub x: u64,
@@ -272,6 +277,8 @@ pub trait Backend: Send + Sync {
     fn arch(&self) -> String;
     /// Compiler and runtime identity, for reports.
     fn toolchain(&self) -> String;
+    /// A buffer of `bytes`, zero-filled (every backend's allocation is: a pinned projection
+    /// pads its last chunk with the zeros of a fresh buffer).
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError>;
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError>;
     /// Builds what `load_module` loads without loading it, where building writes files (the
@@ -294,5 +301,11 @@ pub trait Backend: Send + Sync {
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
         let _ = request;
         Err(EngineError::Op { op: "gemm_bf16".into(), reason: format!("the {} backend has no BF16 GEMM", self.name()) })
+    }
+    /// Copies `bytes` from device address `from` to `to` (buffers that do not overlap), and
+    /// returns when the copy is done; a backend without device copies says so.
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        let _ = (to, from, bytes);
+        Err(EngineError::Op { op: "copy".into(), reason: format!("the {} backend has no device copy", self.name()) })
     }
 }

@@ -105,6 +105,10 @@ impl Backend for StaticChecked {
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
         self.inner.gemm_bf16(request)
     }
+
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        self.inner.copy(to, from, bytes)
+    }
 }
 
 struct CheckedModule {

@@ -197,6 +197,17 @@ impl Context {
         self.bind()?;
         self.driver.check("cuCtxSynchronize", unsafe { (self.driver.api.cuCtxSynchronize)() })
     }
+
+    /// Device to device (cuMemcpyDtoD_v2, on the legacy stream, which the engine's blocking
+    /// stream waits for), then waits for it.
+    pub fn copy(&self, to: CUdeviceptr, from: CUdeviceptr, bytes: usize) -> Result<(), EngineError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        self.driver.check("cuMemcpyDtoD_v2", unsafe { (self.driver.api.cuMemcpyDtoD_v2)(to, from, bytes) })?;
+        self.synchronize()
+    }
 }
 
 impl Drop for Context {

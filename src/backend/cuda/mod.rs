@@ -273,6 +273,10 @@ impl Backend for CudaBackend {
         true
     }
 
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        self.context.copy(to, from, bytes)
+    }
+
     fn device_lost(&self) -> Option<String> {
         self.driver().lost()
     }

@@ -165,6 +165,7 @@ api_table! {
         cuMemFree_v2: fn(CUdeviceptr) -> CUresult;
         cuMemcpyHtoD_v2: fn(CUdeviceptr, *const c_void, usize) -> CUresult;
         cuMemcpyDtoH_v2: fn(*mut c_void, CUdeviceptr, usize) -> CUresult;
+        cuMemcpyDtoD_v2: fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult;
         cuMemsetD8_v2: fn(CUdeviceptr, u8, usize) -> CUresult;
         cuModuleLoadData: fn(*mut CUmodule, *const c_void) -> CUresult;
         cuModuleUnload: fn(CUmodule) -> CUresult;

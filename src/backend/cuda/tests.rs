@@ -546,6 +546,12 @@ fn the_driver_path_runs_end_to_end_against_a_fake_driver() {
         buffer.read(9, &mut three).unwrap();
         assert_eq!(three, [0, 1, 2, 3, 0]);
         assert!(buffer.write(999, &[1, 2]).is_err());
+        // a device copy (cuMemcpyDtoD_v2), as a pinned projection's last chunk makes
+        let other = backend.allocate(8).unwrap();
+        backend.copy(other.device_address(), buffer.device_address() + 10, 3).unwrap();
+        let mut copied = [9u8; 4];
+        other.read(0, &mut copied).unwrap();
+        assert_eq!(copied, [1, 2, 3, 0]);
 
         // a real kernel, compiled by NVRTC, launched through the op launcher
         let embed = backend.load_module(&source("kernels/tf_embed_dense.hip", &["tf_embed_dense"])).unwrap();

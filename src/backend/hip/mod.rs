@@ -202,6 +202,10 @@ impl Backend for HipBackend {
         true
     }
 
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        self.runtime.copy(to, from, bytes)
+    }
+
     fn device_lost(&self) -> Option<String> {
         self.runtime.lost()
     }

@@ -153,6 +153,16 @@ impl Runtime {
         self.check("hipDeviceSynchronize", unsafe { (self.api.hipDeviceSynchronize)() })
     }
 
+    /// Device to device (hipMemcpyDtoD), then waits for the device.
+    pub fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        self.check("hipMemcpyDtoD", unsafe { (self.api.hipMemcpyDtoD)(to as hipDeviceptr_t, from as hipDeviceptr_t, bytes) })?;
+        self.synchronize()
+    }
+
     pub(crate) fn function_attribute(&self, function: hipFunction_t, attribute: c_int) -> Result<i32, EngineError> {
         let mut v: c_int = 0;
         self.check("hipFuncGetAttribute", unsafe { (self.api.hipFuncGetAttribute)(&mut v, attribute, function) })?;

@@ -110,6 +110,19 @@ impl Backend for HostBackend {
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
         gemm::gemm_bf16(request)
     }
+
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        if to == 0 || from == 0 || to.abs_diff(from) < bytes as u64 {
+            return Err(EngineError::Buffer(format!("a copy of {bytes} bytes from {from:#x} to {to:#x}: null or overlapping")));
+        }
+        // SAFETY: on the host backend a device address is the address of host memory that the
+        // caller's buffers own for the call, each at least `bytes` long; they do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
+        Ok(())
+    }
 }
 
 /// Host memory standing in for device memory, aligned as a GPU allocation is (256 bytes).

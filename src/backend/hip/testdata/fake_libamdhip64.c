@@ -63,6 +63,7 @@ hipError_t hipMalloc(void** p, size_t n) { *p = calloc(1, n); if (!*p) return 2;
 hipError_t hipFree(void* p) { if (p) { free(p); live_allocations--; } return 0; }
 hipError_t hipMemcpyHtoD(void* dst, void* src, size_t n) { memcpy(dst, src, n); return 0; }
 hipError_t hipMemcpyDtoH(void* dst, void* src, size_t n) { memcpy(dst, src, n); return 0; }
+hipError_t hipMemcpyDtoD(void* dst, void* src, size_t n) { memcpy(dst, src, n); return 0; }
 hipError_t hipModuleLoadData(void** m, const void* image) {
   const unsigned char* e = image;
   if (memcmp(e, "\x7f" "ELF", 4) != 0 || (e[18] | e[19] << 8) != 224) return 200;
