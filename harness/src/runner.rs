@@ -12,6 +12,8 @@ use engine::ops::{OpCall, Role};
 use engine::tensor::Tensor;
 use serde::Serialize;
 
+use crate::builds::{self, Checker};
+use crate::checked;
 use crate::confine::Confinement;
 use crate::contract::{Case, Contract, ContractError, Control, Finding, KERNEL_TENSOR, NonfinitePolicy, Record};
 use crate::format;
@@ -19,7 +21,6 @@ use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
 use crate::inputs::tensor_seed;
 use crate::limits::{self, LimitsReport};
-use crate::oracle::OracleInput;
 use crate::phases::{Lap, Phases};
 use rayon::prelude::*;
 
@@ -31,6 +32,12 @@ pub struct Settings {
     pub contracts_dir: PathBuf,
     pub controls_dir: PathBuf,
     pub kernels_dir: PathBuf,
+    /// `--include` folders: searched by every kernel's includes, after its contract's own.
+    pub include_dirs: Vec<PathBuf>,
+    /// The HIP header shims (`hip/hip_runtime.h` and friends), searched last.
+    pub hip_headers: Option<PathBuf>,
+    /// The kernel cache (C++ reference functions are built into it too).
+    pub cache_dir: PathBuf,
     /// Run only these ops (all when empty).
     pub only: Vec<String>,
     pub run_controls: bool,
@@ -410,12 +417,9 @@ pub fn run_compared(
     let mut inputs = InputCache::default();
     let context = RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules, on_case: None };
     'contracts: for contract in &contracts {
-        let module = match contract.op.source {
-            Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
-            None => Ok(None),
-        };
+        let loaded = Loaded::of(settings, contract, None, &modules, builds::build_reference(settings, contract));
         for record in &contract.records {
-            let result = run_record(&context, contract, record, &module, None, &mut inputs);
+            let result = run_record(&context, contract, record, &loaded, None, &mut inputs);
             on_event(&Event::Record(&result));
             let red = result.red();
             report.records.push(result);
@@ -427,8 +431,8 @@ pub fn run_compared(
     for control in controls.iter().filter(|_| !(settings.fail_fast && report.records.iter().any(RecordResult::red))) {
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         let record = contract.record(&control.record).unwrap();
-        let module = modules[&control.source].clone().map(Some);
-        let result = run_record(&context, contract, record, &module, Some(control), &mut inputs);
+        let loaded = Loaded::of(settings, contract, Some(control), &modules, builds::build_reference(settings, contract));
+        let result = run_record(&context, contract, record, &loaded, Some(control), &mut inputs);
         on_event(&Event::Control(&result));
         report.controls.push(result);
     }
@@ -468,7 +472,7 @@ pub(crate) fn load(
                         message: format!("op `{}` already has a contract: {}", c.op.name, first.file),
                     });
                 } else if settings.only.is_empty() || settings.only.iter().any(|o| o == c.op.name) {
-                    match kernel_inside(&confined, settings, &c) {
+                    match builds::files_inside(&confined, settings, &c) {
                         Ok(()) => contracts.push(c),
                         Err(e) => report.contract_errors.push(e),
                     }
@@ -501,7 +505,7 @@ pub(crate) fn load(
                         c.error("record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")))
                     );
                 }
-                let include_dirs = [settings.kernels_dir.clone()];
+                let include_dirs = builds::include_dirs(settings, contract.kernel.as_ref());
                 confined.includes(&c.source, &c.source_display, &include_dirs).map_err(|e| c.error("source", e.to_string()))?;
                 if let Some(why) = not_run_here(&c, arch, gates_run, settings) {
                     not_applicable.push(format!("{} ({}): {why}", c.file, c.planted));
@@ -592,9 +596,11 @@ fn not_run_here(control: &Control, arch: &str, gates_run: &[Gate], settings: &Se
 }
 
 /// What a contract's or control's files may resolve into: the repository and the folders
-/// given on the command line.
+/// given on the command line, and the HIP header shims (the harness's own, wherever the
+/// kernel cache holds them).
 fn confinement(settings: &Settings) -> Confinement {
-    Confinement::new([&settings.root, &settings.contracts_dir, &settings.controls_dir, &settings.kernels_dir].map(PathBuf::as_path))
+    let given = [&settings.root, &settings.contracts_dir, &settings.controls_dir, &settings.kernels_dir];
+    Confinement::new(given.into_iter().chain(&settings.include_dirs).chain(&settings.hip_headers).map(PathBuf::as_path))
 }
 
 /// A contract or control file found in its folder, refused when it is a symlink that leads
@@ -609,58 +615,31 @@ fn found_inside(confined: &Confinement, settings: &Settings, path: &Path) -> Res
     })
 }
 
-/// The op's kernel in the kernels folder, and every header it includes, inside; said at the
-/// contract's `op`, which names that kernel.
-fn kernel_inside(confined: &Confinement, settings: &Settings, contract: &Contract) -> Result<(), ContractError> {
-    let Some(source) = contract.op.source else { return Ok(()) };
-    let path = settings.kernels_dir.join(source);
-    // a missing kernel is the build's to report, as a record error
-    if path.symlink_metadata().is_err() {
-        return Ok(());
-    }
-    let shown = display(&settings.root, &path);
-    let checked =
-        confined.resolve(&path, &shown).and_then(|_| confined.includes(&path, &shown, std::slice::from_ref(&settings.kernels_dir)));
-    checked.map_err(|e| ContractError {
-        file: contract.file.clone(),
-        line: contract.op_line,
-        key: "op".into(),
-        message: format!("the op's kernel: {e}"),
-    })
+pub(crate) use crate::builds::{Built, kernel_sources, source_of};
+
+/// What a record runs with: its kernel's module (none for a library op) and what its outputs
+/// are checked against.
+pub(crate) struct Loaded {
+    pub module: Result<Option<Arc<dyn Module>>, String>,
+    pub checker: Result<Checker, String>,
 }
 
-/// The kernel a record runs: its control's faulty copy, else its contract's kernel; none for
-/// an op a library serves, whose records always go through the library (a control for one
-/// plants a kernel named after the op, which its launcher runs in place of the library call).
-pub(crate) fn source_of(settings: &Settings, contract: &Contract, control: Option<&Control>) -> Option<KernelSource> {
-    let op = contract.op;
-    match (control, op.source, op.symbol) {
-        (Some(control), _, _) => Some(kernel_source(settings, &control.source, op.kernel_symbol())),
-        (None, Some(source), Some(symbol)) => Some(kernel_source(settings, &settings.kernels_dir.join(source), symbol)),
-        _ => None,
+impl Loaded {
+    /// From the run's modules, and the reference function `built` for the contract (if any).
+    pub(crate) fn of(
+        settings: &Settings,
+        contract: &Contract,
+        control: Option<&Control>,
+        modules: &Built,
+        built: Option<Result<PathBuf, String>>,
+    ) -> Loaded {
+        let module = match source_of(settings, contract, control) {
+            Some(source) => modules.get(&builds::key(&source)).cloned().unwrap_or_else(|| Err("not built".into())).map(Some),
+            None => Ok(None),
+        };
+        Loaded { module, checker: builds::load_checker(settings, contract, built, modules) }
     }
 }
-
-/// Every kernel a run builds: each contract's, then each control's.
-pub(crate) fn kernel_sources(settings: &Settings, contracts: &[Contract], controls: &[Control]) -> Vec<KernelSource> {
-    let of_contracts = contracts.iter().filter_map(|c| source_of(settings, c, None));
-    let of_controls = controls.iter().filter_map(|c| {
-        let contract = contracts.iter().find(|k| k.op.name == c.contract)?;
-        source_of(settings, contract, Some(c))
-    });
-    of_contracts.chain(of_controls).collect()
-}
-
-pub(crate) fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource {
-    KernelSource {
-        path: path.to_path_buf(),
-        display_path: display(&settings.root, path),
-        kernels: vec![symbol.to_string()],
-        include_dirs: vec![settings.kernels_dir.clone()],
-    }
-}
-
-pub(crate) type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
 
 /// Generated inputs by (seed, dtype, shape, planted or not): records of one op share their
 /// inputs, and a large table is generated once, not once per record.
@@ -696,7 +675,7 @@ pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Buil
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(source) = sources.get(i) else { break };
                     let module = backend.load_module(source).map_err(|e| error_chain(&e));
-                    results.lock().unwrap().insert(source.path.clone(), module);
+                    results.lock().unwrap().insert(builds::key(source), module);
                 }
             });
         }
@@ -706,7 +685,7 @@ pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Buil
 
 /// Builds every source without loading it (so no code of a kernel runs), on all cores: a
 /// record's process builds before it sandboxes itself, and loads after.
-pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_built: &(dyn Fn(&Path, Result<(), String>) + Sync)) {
+pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_built: &(dyn Fn(&KernelSource, Result<(), String>) + Sync)) {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let threads = engine::backend::host::worker_count().clamp(1, 8);
     std::thread::scope(|scope| {
@@ -715,23 +694,23 @@ pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_bui
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(source) = sources.get(i) else { break };
-                    on_built(&source.path, backend.build_module(source).map_err(|e| error_chain(&e)));
+                    on_built(source, backend.build_module(source).map_err(|e| error_chain(&e)));
                 }
             });
         }
     });
 }
 
-/// Loads each source that built (`built` holds the build's outcome by path); one that did not
+/// Loads each source that built (`built` holds the build's outcome by key); one that did not
 /// keeps its build error, and is not built again.
-pub(crate) fn load_built(backend: &dyn Backend, sources: &[KernelSource], built: &HashMap<PathBuf, Result<(), String>>) -> Built {
+pub(crate) fn load_built(backend: &dyn Backend, sources: &[KernelSource], built: &HashMap<builds::SourceKey, Result<(), String>>) -> Built {
     let mut modules = Built::new();
     for source in sources {
-        let module = match built.get(&source.path) {
+        let module = match built.get(&builds::key(source)) {
             Some(Err(e)) => Err(e.clone()),
             _ => backend.load_module(source).map_err(|e| error_chain(&e)),
         };
-        modules.insert(source.path.clone(), module);
+        modules.insert(builds::key(source), module);
     }
     modules
 }
@@ -812,10 +791,11 @@ pub(crate) fn run_record(
     context: &RunContext,
     contract: &Contract,
     record: &Record,
-    module: &Result<Option<Arc<dyn Module>>, String>,
+    loaded: &Loaded,
     control: Option<&Control>,
     inputs: &mut InputCache,
 ) -> RecordResult {
+    let module = &loaded.module;
     let RunContext { backend, gates_run, .. } = *context;
     let started = Instant::now();
     let mut result = new_result(contract, record, control, gates_run);
@@ -826,9 +806,9 @@ pub(crate) fn run_record(
         .map(|i| (i, Inputs::AsGenerated))
         .collect();
     let planted = nonfinite_cases(contract).into_iter().map(|i| (i, Inputs::NonFinitePlanted));
-    match module {
+    match module.as_ref().and_then(|m| loaded.checker.as_ref().map(|c| (m, c))) {
         Err(e) => result.error = Some(e.clone()),
-        Ok(module) => {
+        Ok((module, checker)) => {
             for (index, variant) in plain.into_iter().chain(planted) {
                 let case = &contract.cases[index];
                 let described = match variant {
@@ -838,7 +818,7 @@ pub(crate) fn run_record(
                 if let Some(on_case) = context.on_case {
                     on_case(&described);
                 }
-                match run_case(context, contract, record, module.as_deref(), (index, case), variant, inputs) {
+                match run_case(context, contract, record, (module.as_deref(), checker), (index, case), variant, inputs) {
                     Ok((case_report, failures)) => {
                         result.phases.add(&case_report.phases);
                         match variant {
@@ -935,14 +915,10 @@ fn compare_on(
     primary: &BTreeMap<&str, &[u8]>,
 ) -> Result<BTreeMap<String, u64>, String> {
     let op = contract.op;
-    let module = match op.source {
-        Some(source) => Some(
-            context
-                .reference_modules
-                .get(&context.settings.kernels_dir.join(source))
-                .ok_or("the reference backend has no module for the op")?
-                .clone()?,
-        ),
+    let module = match source_of(context.settings, contract, None) {
+        Some(source) => {
+            Some(context.reference_modules.get(&builds::key(&source)).ok_or("the reference backend has no module for the op")?.clone()?)
+        }
         None => None,
     };
     let text = |e: engine::EngineError| error_chain(&e);
@@ -1088,7 +1064,7 @@ fn run_case(
     context: &RunContext,
     contract: &Contract,
     record: &Record,
-    module: Option<&dyn Module>,
+    (module, checker): (Option<&dyn Module>, &Checker),
     (index, case): (usize, &Case),
     variant: Inputs,
     inputs: &mut InputCache,
@@ -1127,8 +1103,7 @@ fn run_case(
         tensors.insert(spec.name.to_string(), tensor);
     }
     phases.upload += lap.take();
-    let want = (contract.oracle)(&OracleInput { symbols: &case.symbols, params: &record.params, inputs: &input_values })
-        .map_err(|e| format!("oracle {}: {e}", contract.oracle_name))?;
+    let (want, want_bytes) = checked::want(checker, backend, contract, record, case, &input_values, &input_bytes)?;
     drop(input_values);
     phases.oracle += lap.take();
     let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
@@ -1136,7 +1111,7 @@ fn run_case(
         let expected = tensors[*name].elements();
         let given = want.get(*name).map_or(0, Vec::len);
         if given != expected {
-            return Err(format!("oracle {} gave {given} values for `{name}` of {expected} elements", contract.oracle_name));
+            return Err(format!("oracle {} gave {given} values for `{name}` of {expected} elements", contract.reference.name()));
         }
     }
 
@@ -1209,6 +1184,12 @@ fn run_case(
         }
         let tolerance = &record.tolerances[*name].tolerance;
         let (metrics, failure) = gates::compare(dtype, shape, first, &want[*name], tolerance);
+        // a replacement matches its predecessor's bits, a NaN's payload and a zero's sign too
+        // (what differs in value differs in bits, and is said so)
+        let failure = match want_bytes.as_ref().and_then(|bits| bits.get(*name)) {
+            Some(bits) => checked::bits_differ(contract, dtype, shape, first, bits),
+            None => failure,
+        };
         match (variant, &contract.nonfinite) {
             (Inputs::AsGenerated, _) => {
                 if let Some(f) = gates::nonfinite(dtype, shape, first, &want[*name]) {
@@ -1350,13 +1331,15 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     // (contract index, control) pairs to measure, built on all cores
     let mut jobs: Vec<(usize, Option<&Control>, KernelSource)> = Vec::new();
     for (i, c) in contracts.iter().enumerate() {
-        if let (Some(source), Some(symbol)) = (c.op.source, c.op.symbol) {
-            jobs.push((i, None, kernel_source(settings, &settings.kernels_dir.join(source), symbol)));
+        if let Some(source) = source_of(settings, c, None) {
+            jobs.push((i, None, source));
         }
     }
     for control in &controls {
         let i = contracts.iter().position(|k| k.op.name == control.contract).unwrap();
-        jobs.push((i, Some(control), kernel_source(settings, &control.source, contracts[i].op.kernel_symbol())));
+        if let Some(source) = source_of(settings, &contracts[i], Some(control)) {
+            jobs.push((i, Some(control), source));
+        }
     }
     let build_started = Instant::now();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -1444,6 +1427,9 @@ pub(crate) fn tests_settings() -> Settings {
         contracts_dir: root.join("contracts"),
         controls_dir: root.join("controls"),
         kernels_dir: root.join("kernels"),
+        include_dirs: Vec::new(),
+        hip_headers: Some(root.join("kernels/hip-headers")),
+        cache_dir: root.join("target/kernel-cache"),
         root,
         only: Vec::new(),
         run_controls: true,

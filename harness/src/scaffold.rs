@@ -154,7 +154,8 @@ pub fn contract(op: &str, source: &str, symbol: &str, params: &[Param]) -> Strin
          [nonfinite]\n\
          policy = \"?\"   # propagate, ignore, or unspecified with a reason\n\n\
          [reference]\n\
-         oracle = \"?\"   # a named oracle whose tensors these are\n\
+         oracle = \"?\"   # a named oracle whose tensors these are; or, in its place, a C++ function\n\
+         # (reference = \"../ref/x.cpp:function\") or another op's kernel to match bit for bit (replaces = \"op\")\n\
          tolerance = \"exact\"\n",
         quoted.join(", "),
         symbols.iter().map(|s| format!("{s} = \"?\"")).collect::<Vec<_>>().join(", "),
