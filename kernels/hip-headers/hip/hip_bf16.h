@@ -22,7 +22,7 @@ struct __hip_bfloat16 {
   KC_HIP_FN operator __hip_bfloat16_raw() const { return __hip_bfloat16_raw{data}; }
 };
 
-struct __hip_bfloat162 {
+struct alignas(4) __hip_bfloat162 {
   __hip_bfloat16 x, y;
 
   __hip_bfloat162() = default;

@@ -45,7 +45,8 @@ struct __half {
 typedef _Float16 __kc_f16x2 __attribute__((ext_vector_type(2)));
 #endif
 
-struct __half2 {
+// 4-byte aligned, as HIP's: a __half2 load or store is one 32-bit access
+struct alignas(4) __half2 {
   __half x, y;
 
   __half2() = default;
