@@ -154,8 +154,11 @@ struct Opened {
     _companion: Option<Dylib>,
 }
 
-/// Every library opened so far, by vendor and candidate list.
-static OPENED: Mutex<Option<HashMap<(Vendor, Vec<String>), Opened>>> = Mutex::new(None);
+/// Libraries opened so far, by vendor and candidate list.
+type OpenedByList = HashMap<(Vendor, Vec<String>), Opened>;
+
+/// Every library opened so far.
+static OPENED: Mutex<Option<OpenedByList>> = Mutex::new(None);
 
 /// The first of `candidates` that opens and that `usable` accepts (its required symbols
 /// resolve), opened once per vendor and list: a later call gets the same library. A failure
