@@ -15,11 +15,15 @@ use crate::confine::{Confinement, Escape};
 use crate::gate::{Fault, Gate, Planted};
 use crate::inputs::{Generator, InputSpec};
 use crate::limits::{self, Limits};
-use crate::oracle::{self, Oracle};
+use crate::oracle;
 use crate::tolerance::Tolerance;
 
 mod kernel;
+mod paths;
+mod reference;
 use kernel::{RawKernel, RawTensor};
+pub use paths::ContractPath;
+pub use reference::{CppReference, KernelPlace, Reference, Replaced, params_for, signature};
 
 /// A tensor larger than this is refused before anything is allocated.
 pub const MAX_TENSOR_BYTES: usize = 1 << 30;
@@ -47,8 +51,13 @@ pub struct Contract {
     pub records: Vec<Record>,
     pub cases: Vec<Case>,
     pub inputs: BTreeMap<String, InputSpec>,
-    pub oracle_name: String,
-    pub oracle: Oracle,
+    /// What the outputs are checked against: a named oracle, a C++ function, or a kernel
+    /// this op's replaces bit for bit.
+    pub reference: Reference,
+    /// Where a data op's kernel and include folders are (none for a library op).
+    pub kernel: Option<KernelPlace>,
+    /// The folder the contract file lies in (paths written `./x` are found from there).
+    pub folder: PathBuf,
     pub findings: Vec<Finding>,
     /// `[limits.<arch>]`: recorded figures and budget per architecture.
     pub limits: BTreeMap<String, Limits>,
@@ -287,8 +296,12 @@ type RawCase = Spanned<BTreeMap<String, Spanned<toml::Value>>>;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawReference {
-    oracle: Spanned<String>,
-    tolerance: Spanned<RawTolerance>,
+    oracle: Option<Spanned<String>>,
+    /// A C++ function: `ref/embed.cpp:embed_dense_ref`.
+    reference: Option<Spanned<String>>,
+    /// An op whose kernel this one must match bit for bit.
+    replaces: Option<Spanned<String>>,
+    tolerance: Option<Spanned<RawTolerance>>,
     reason: Option<String>,
 }
 
@@ -408,16 +421,28 @@ pub fn define_data_ops(dir: &Path) {
 
 impl Contract {
     pub fn load(path: &Path, display: &str) -> Result<Contract, ContractError> {
-        Contract::parse(display, &read_text(path, display)?)
+        Contract::parse_in(display, &read_text(path, display)?, &reference::folder_of(path))
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Contract, ContractError> {
+        Contract::parse_in(file, text, Path::new(""))
+    }
+
+    /// A contract whose file lies in `folder` (paths written `./x` are found from there).
+    pub fn parse_in(file: &str, text: &str, folder: &Path) -> Result<Contract, ContractError> {
         let source = Source { file, text };
         source.plain_text()?;
         let raw: RawContract = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
 
+        let mut place = None;
         let op = match (&raw.kernel, &raw.tensors) {
-            (Some(kernel), Some(tensors)) => kernel::data_op(&source, &raw, kernel, tensors)?,
+            (Some(kernel), Some(tensors)) => {
+                let (op, kernel_source, includes) = kernel::data_op(&source, &raw, kernel, tensors)?;
+                let found = KernelPlace { file: file.to_string(), folder: folder.to_path_buf(), source: kernel_source, includes };
+                reference::remember_place(op.name, found.clone());
+                place = Some(found);
+                op
+            }
             (Some(kernel), None) => {
                 return Err(source.error(kernel.span().start, "tensors", "a contract with [kernel] needs [tensors] too"));
             }
@@ -440,16 +465,19 @@ impl Contract {
         let tensor_names = || op.tensors.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
         let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
 
-        // the reference: oracle and the default tolerance of every output
-        let oracle = oracle::find(raw.reference.oracle.get_ref()).ok_or_else(|| {
-            source.error(
-                raw.reference.oracle.span().start,
-                "reference.oracle",
-                format!("unknown oracle `{}` (known: {})", raw.reference.oracle.get_ref(), oracle::names().join(", ")),
-            )
-        })?;
-        let default_tolerances =
-            tolerances(&source, "reference", &raw.reference.tolerance, raw.reference.reason.as_deref(), &outputs, None)?;
+        // the reference (an oracle, a C++ function, or the kernel this one replaces) and the
+        // default tolerance of every output: bit-equality for a replacement
+        let r = &raw.reference;
+        let named = reference::Named { oracle: r.oracle.as_ref(), reference: r.reference.as_ref(), replaces: r.replaces.as_ref() };
+        let reference_at = text.find("[reference]").unwrap_or(0);
+        let reference = reference::parse(&source, reference_at, named, op)?;
+        let exact = Spanned::new(reference_at..reference_at, RawTolerance::All("exact".into()));
+        let tolerance = match (&r.tolerance, &reference) {
+            (Some(t), _) => t,
+            (None, Reference::Replaces(_)) => &exact,
+            (None, _) => return Err(source.error(reference_at, "reference.tolerance", "missing field `tolerance`")),
+        };
+        let default_tolerances = tolerances(&source, "reference", tolerance, r.reason.as_deref(), &outputs, None)?;
 
         // records
         if raw.record.is_empty() {
@@ -623,6 +651,11 @@ impl Contract {
             cases.push(Case { symbols, shapes: tensor_shapes, gpu_only });
         }
         requires_hold(&source, op, &records, &cases, raw.shapes.cases.get_ref())?;
+        reference_tolerances(&source, &reference, &records)?;
+        if let Reference::Replaces(replaced) = &reference {
+            let at = r.replaces.as_ref().map_or(0, |s| s.span().start);
+            reference::check_replaced(&source, at, replaced, &records, &cases)?;
+        }
         if cases.iter().all(|c| c.gpu_only.is_some()) {
             return Err(source.error(raw.shapes.cases.span().start, "shapes.cases", "every case is GPU-only: the host would run nothing"));
         }
@@ -653,7 +686,7 @@ impl Contract {
         }
 
         let timeout_seconds = raw.timeout_seconds.as_ref().map(|t| timeout(&source, t)).transpose()?;
-        let nonfinite = nonfinite_policy(&source, raw.nonfinite.as_ref(), raw.reference.oracle.get_ref())?;
+        let nonfinite = nonfinite_policy(&source, raw.nonfinite.as_ref(), &reference)?;
         let seams = seams(&source, raw.seams.as_ref(), op)?;
         if let (Seams::None(_), Some((i, f))) = (&seams, findings.iter().enumerate().find(|(_, f)| f.gate == Gate::Seams)) {
             return Err(ContractError {
@@ -676,8 +709,9 @@ impl Contract {
             records,
             cases,
             inputs,
-            oracle_name: raw.reference.oracle.get_ref().clone(),
-            oracle,
+            reference,
+            kernel: place,
+            folder: folder.to_path_buf(),
             findings,
         })
     }
@@ -685,6 +719,30 @@ impl Contract {
     pub fn record(&self, name: &str) -> Option<&Record> {
         self.records.iter().find(|r| r.name == name)
     }
+}
+
+/// What a reference asks of the tolerances: a replacement is bit-equal (`exact` only), and a
+/// C++ function's outputs bound no `atol` (the check of an atol against the outputs' size runs
+/// when contracts load, and a C++ function runs only in a record's process).
+fn reference_tolerances(source: &Source, reference: &Reference, records: &[Record]) -> Result<(), ContractError> {
+    for record in records {
+        for (output, bound) in &record.tolerances {
+            let refused = match (reference, &bound.tolerance) {
+                (Reference::Replaces(r), t) if *t != Tolerance::Exact => {
+                    Some(format!("`{t}` for `{output}`: a kernel that replaces `{}` matches its bits, `exact`", r.op.name))
+                }
+                (Reference::Cpp(_), Tolerance::Relative { atol, .. }) if *atol > 0.0 => Some(format!(
+                    "atol={atol:e} for `{output}`: a C++ reference runs only in a record's process, so an atol cannot be held to the \
+                     outputs' size when contracts load; bound it by rtol (atol=0) or ulp(N)"
+                )),
+                _ => None,
+            };
+            if let Some(message) = refused {
+                return Err(ContractError { file: source.file.to_string(), line: bound.line, key: bound.key.clone(), message });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every case meets the conditions the op's kernel requires (`kernel.requires`), for every
@@ -926,7 +984,7 @@ fn row_axis(source: &Source, raw: &RawSeams, op: &OpSpec) -> Result<RowAxis, Con
 
 /// `[nonfinite]`: `policy = "propagate"`, `"ignore"` (where the oracle defines its value with
 /// NaN left out) or `"unspecified"` with a `reason`. Every contract states one.
-fn nonfinite_policy(source: &Source, raw: Option<&Spanned<RawNonfinite>>, oracle: &str) -> Result<NonfinitePolicy, ContractError> {
+fn nonfinite_policy(source: &Source, raw: Option<&Spanned<RawNonfinite>>, reference: &Reference) -> Result<NonfinitePolicy, ContractError> {
     let Some(raw) = raw else {
         return Err(source.error(
             0,
@@ -938,11 +996,12 @@ fn nonfinite_policy(source: &Source, raw: Option<&Spanned<RawNonfinite>>, oracle
     let reason = raw.get_ref().reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
     match policy {
         "propagate" => Ok(NonfinitePolicy::Propagate),
-        "ignore" if oracle::ignores_nan(oracle) => Ok(NonfinitePolicy::Ignore),
+        // a C++ function or a replaced kernel defines its value on NaN inputs itself
+        "ignore" if !matches!(reference, Reference::Oracle { name, .. } if !oracle::ignores_nan(name)) => Ok(NonfinitePolicy::Ignore),
         "ignore" => Err(source.error(
             at,
             "nonfinite.policy",
-            format!("oracle `{oracle}` does not define its value with NaN inputs left out: use propagate or unspecified"),
+            format!("oracle `{}` does not define its value with NaN inputs left out: use propagate or unspecified", reference.name()),
         )),
         "unspecified" => match reason {
             Some(r) => Ok(NonfinitePolicy::Unspecified(r.to_string())),

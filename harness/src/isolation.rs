@@ -18,14 +18,15 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use engine::backend::Backend;
+use engine::backend::{Backend, KernelSource};
 use serde::{Deserialize, Serialize};
 
+use crate::builds::{self, SourceKey};
 use crate::contract::{Contract, Control, Record};
 use crate::exit_guard::EXIT_CALLED_STATUS;
 use crate::gate::{Fault, Gate};
 use crate::processes::{self, ProcessError};
-use crate::runner::{self, CaseDone, CaseWatcher, Event, InputCache, RecordResult, RunContext, RunReport, Settings};
+use crate::runner::{self, CaseDone, CaseWatcher, Event, InputCache, Loaded, RecordResult, RunContext, RunReport, Settings};
 use crate::sandbox::{self, Plan};
 
 /// The file descriptor of the result channel in a child: high, so that nothing a kernel opens
@@ -53,12 +54,30 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildJob {
-    /// Build these kernel sources (path and kernel symbol) on all cores, filling the cache.
-    Build { sources: Vec<(PathBuf, String)> },
+    /// Build these kernel sources on all cores, filling the cache.
+    Build { sources: Vec<BuildSource> },
     /// Run these records of one contract, in this order.
     Records { contract: PathBuf, records: Vec<String> },
     /// Run one control.
     Control { contract: PathBuf, control: PathBuf },
+}
+
+/// A kernel source to build: its file, its kernel's symbol and its include folders.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BuildSource {
+    pub path: PathBuf,
+    pub symbol: String,
+    pub include_dirs: Vec<PathBuf>,
+}
+
+impl BuildSource {
+    fn of(source: &KernelSource) -> BuildSource {
+        BuildSource { path: source.path.clone(), symbol: source.kernels.join(","), include_dirs: source.include_dirs.clone() }
+    }
+
+    fn key(&self) -> SourceKey {
+        (self.path.clone(), self.symbol.clone())
+    }
 }
 
 /// Everything a child is told, as JSON on its standard input.
@@ -92,6 +111,7 @@ pub enum ChildMessage {
     /// The build job finished one source (its error, if it did not build).
     Built {
         source: PathBuf,
+        symbol: String,
         error: Option<String>,
     },
     /// A case of the record in flight finished (for the parent's progress).
@@ -190,12 +210,14 @@ pub fn serve(
         }
     }
 
-    let source = runner::source_of(settings, &contract, control.as_ref());
-    let sources: Vec<_> = source.iter().cloned().collect();
+    // its kernel and the kernel it replaces, then its C++ reference function: every build
+    // writes the cache, so all of them before the sandbox
+    let sources = builds::sources_of(settings, &contract, control.as_ref());
     let built = Mutex::new(HashMap::new());
-    runner::build_only(backend, &sources, &|path, outcome| {
-        built.lock().unwrap().insert(path.to_path_buf(), outcome);
+    runner::build_only(backend, &sources, &|source, outcome| {
+        built.lock().unwrap().insert(builds::key(source), outcome);
     });
+    let reference_built = builds::build_reference(settings, &contract);
     if let Some(plan) = &request.sandbox
         && let Err(e) = sandbox::apply(plan)
     {
@@ -203,10 +225,7 @@ pub fn serve(
     }
     let modules = runner::load_built(backend, &sources, &built.into_inner().unwrap());
     let reference_modules = reference.map(|r| runner::build_all(r, &sources)).unwrap_or_default();
-    let module = match &source {
-        Some(source) => modules[&source.path].clone().map(Some),
-        None => Ok(None),
-    };
+    let loaded = Loaded::of(settings, &contract, control.as_ref(), &modules, reference_built);
     let gates_run = runner::gates_of_run(&runner::gates_for(backend), std::slice::from_ref(&contract));
     let channel = Mutex::new(channel);
     let on_case = |case: &str| {
@@ -231,7 +250,7 @@ pub fn serve(
         {
             return channel.lock().unwrap().fatal(&format!("its CPU time limit could not be moved on: {}", runner::error_chain(&e)));
         }
-        let result = runner::run_record(&context, &contract, record, &module, control.as_ref(), &mut inputs);
+        let result = runner::run_record(&context, &contract, record, &loaded, control.as_ref(), &mut inputs);
         let stop = result.error.is_some() || (settings.fail_fast && result.red());
         channel.lock().unwrap().send(&ChildMessage::Result(Box::new(result)))?;
         if stop {
@@ -252,13 +271,21 @@ impl CaseWatcher for ChannelWatcher<'_, '_> {
 }
 
 /// The build job: each source built (not loaded: no kernel code runs here), each reported.
-fn serve_build(backend: &dyn Backend, settings: &Settings, sources: &[(PathBuf, String)], channel: &mut Channel) -> io::Result<()> {
-    let sources: Vec<_> = sources.iter().map(|(path, symbol)| runner::kernel_source(settings, path, symbol)).collect();
+fn serve_build(backend: &dyn Backend, settings: &Settings, sources: &[BuildSource], channel: &mut Channel) -> io::Result<()> {
+    let sources: Vec<KernelSource> = sources
+        .iter()
+        .map(|s| KernelSource {
+            path: s.path.clone(),
+            display_path: display(&settings.root, &s.path),
+            kernels: vec![s.symbol.clone()],
+            include_dirs: s.include_dirs.clone(),
+        })
+        .collect();
     let channel = Mutex::new(channel);
     let lost = Mutex::new(None);
-    runner::build_only(backend, &sources, &|path, outcome| {
+    runner::build_only(backend, &sources, &|source, outcome| {
         // a source that fails here fails again, reported, in the child of its record
-        let message = ChildMessage::Built { source: path.to_path_buf(), error: outcome.err() };
+        let message = ChildMessage::Built { source: source.path.clone(), symbol: source.kernels.join(","), error: outcome.err() };
         if let Err(e) = channel.lock().unwrap().send(&message) {
             *lost.lock().unwrap() = Some(e);
         }
@@ -311,9 +338,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // from the cache. A build that fails or crashes here is built again, and reported, by
     // the record's own child; one still running at the build time limit is not.
     let build_started = Instant::now();
-    let mut sources: Vec<(PathBuf, String)> =
-        runner::kernel_sources(settings, &contracts, &controls).into_iter().map(|s| (s.path, s.kernels[0].clone())).collect();
-    sources.dedup();
+    let sources: Vec<BuildSource> = runner::kernel_sources(settings, &contracts, &controls).iter().map(BuildSource::of).collect();
     let unbuilt = if sources.is_empty() { HashMap::new() } else { build(command, settings, &sources) };
     report.timing.build_seconds = build_started.elapsed().as_secs_f64();
     report.timing.modules_built = sources.len();
@@ -355,8 +380,8 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                     let tell = |message: UnitMessage| {
                         let _ = sender.send((index, message));
                     };
-                    let source = runner::source_of(settings, contract, *control);
-                    match source.and_then(|s| unbuilt.get(&s.path)) {
+                    let sources = builds::sources_of(settings, contract, *control);
+                    match sources.iter().find_map(|s| unbuilt.get(&builds::key(s))) {
                         Some(why) => {
                             for record in records {
                                 let error = (Some(Fault::Timeout), why.clone());
@@ -428,7 +453,7 @@ enum UnitMessage {
 
 /// The build child: every source it did not finish within the build time limit, with why
 /// (the records of those sources are not run: their kernel would hang their children too).
-fn build(command: &ChildCommand, settings: &Settings, sources: &[(PathBuf, String)]) -> HashMap<PathBuf, String> {
+fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -> HashMap<SourceKey, String> {
     let limit = Duration::from_secs(settings.build_timeout_seconds.max(1));
     let job = ChildJob::Build { sources: sources.to_vec() };
     let Ok(mut child) = Supervised::start(command, "build", job, None, None) else {
@@ -436,11 +461,11 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[(PathBuf, Strin
         return HashMap::new();
     };
     let deadline = Instant::now() + limit;
-    let mut done: HashSet<PathBuf> = HashSet::new();
+    let mut done: HashSet<SourceKey> = HashSet::new();
     loop {
         match child.next(deadline) {
-            Received::Message(ChildMessage::Built { source, .. }) => {
-                done.insert(source);
+            Received::Message(ChildMessage::Built { source, symbol, .. }) => {
+                done.insert((source, symbol));
             }
             Received::Message(_) => {}
             Received::Ended => {
@@ -454,14 +479,14 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[(PathBuf, Strin
     let _ = child.finish();
     sources
         .iter()
-        .filter(|(path, _)| !done.contains(path))
-        .map(|(path, _)| {
+        .filter(|s| !done.contains(&s.key()))
+        .map(|s| {
             let why = format!(
                 "{}: not built within the build time limit ({} s, --build-timeout): the build and its compilers were killed",
-                display(&settings.root, path),
+                display(&settings.root, &s.path),
                 limit.as_secs()
             );
-            (path.clone(), why)
+            (s.key(), why)
         })
         .collect()
 }

@@ -2,6 +2,8 @@
 //! the engine's own launchers, checked at gates against f64 oracles, with planted faulty
 //! controls that prove the gates can go red.
 
+pub mod builds;
+mod checked;
 pub mod confine;
 pub mod contract;
 pub mod coverage;

@@ -12,6 +12,8 @@ use engine::ops::{OpCall, Role};
 use engine::tensor::Tensor;
 use serde::Serialize;
 
+use crate::builds::{self, Checker};
+use crate::checked;
 use crate::confine::Confinement;
 use crate::contract::{Case, Contract, ContractError, Control, Finding, KERNEL_TENSOR, NonfinitePolicy, Record};
 use crate::events::Forward;
@@ -21,7 +23,6 @@ use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
 use crate::inputs::tensor_seed;
 use crate::limits::{self, LimitsReport};
-use crate::oracle::OracleInput;
 use crate::phases::{Lap, Phases};
 use rayon::prelude::*;
 
@@ -33,6 +34,12 @@ pub struct Settings {
     pub contracts_dir: PathBuf,
     pub controls_dir: PathBuf,
     pub kernels_dir: PathBuf,
+    /// `--include` folders: searched by every kernel's includes, after its contract's own.
+    pub include_dirs: Vec<PathBuf>,
+    /// The HIP header shims (`hip/hip_runtime.h` and friends), searched last.
+    pub hip_headers: Option<PathBuf>,
+    /// The kernel cache (C++ reference functions are built into it too).
+    pub cache_dir: PathBuf,
     /// Run only these ops (all when empty).
     pub only: Vec<String>,
     pub run_controls: bool,
@@ -478,13 +485,10 @@ pub fn run_compared(
         watcher: Some(&forward),
     };
     'contracts: for contract in &contracts {
-        let module = match contract.op.source {
-            Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
-            None => Ok(None),
-        };
+        let loaded = Loaded::of(settings, contract, None, &modules, builds::build_reference(settings, contract));
         for record in settings.records_of(contract) {
             forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: None });
-            let result = run_record(&context, contract, record, &module, None, &mut inputs);
+            let result = run_record(&context, contract, record, &loaded, None, &mut inputs);
             forward.emit(&Event::Record(&result));
             let red = result.red();
             report.records.push(result);
@@ -496,12 +500,9 @@ pub fn run_compared(
     for control in controls.iter().filter(|_| !(settings.fail_fast && report.records.iter().any(RecordResult::red))) {
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         let record = contract.record(&control.record).unwrap();
-        let module = match source_of(settings, contract, Some(control)) {
-            Some(source) => modules[&source.path].clone().map(Some),
-            None => Ok(None),
-        };
+        let loaded = Loaded::of(settings, contract, Some(control), &modules, builds::build_reference(settings, contract));
         forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: Some(&control.bug) });
-        let result = run_record(&context, contract, record, &module, Some(control), &mut inputs);
+        let result = run_record(&context, contract, record, &loaded, Some(control), &mut inputs);
         forward.emit(&Event::Control(&result));
         report.controls.push(result);
     }
@@ -549,7 +550,7 @@ pub(crate) fn load_contracts(settings: &Settings, report: &mut RunReport) -> Vec
                         message: format!("op `{}` already has a contract: {}", c.op.name, first.file),
                     });
                 } else if settings.selects_op(c.op.name) {
-                    match kernel_inside(&confined, settings, &c) {
+                    match builds::files_inside(&confined, settings, &c) {
                         Ok(()) => contracts.push(c),
                         Err(e) => report.contract_errors.push(e),
                     }
@@ -596,7 +597,7 @@ pub(crate) fn load_controls(
                     return Ok(None);
                 }
                 if let (Some(source), Some(shown)) = (&c.source, &c.source_display) {
-                    let include_dirs = [settings.kernels_dir.clone()];
+                    let include_dirs = builds::include_dirs(settings, contract.kernel.as_ref());
                     confined.includes(source, shown, &include_dirs).map_err(|e| c.error("source", e.to_string()))?;
                 }
                 if let Some(why) = not_run_here(&c, arch, gates_run, settings) {
@@ -704,9 +705,11 @@ fn not_run_here(control: &Control, arch: &str, gates_run: &[Gate], settings: &Se
 }
 
 /// What a contract's or control's files may resolve into: the repository and the folders
-/// given on the command line.
+/// given on the command line, and the HIP header shims (the harness's own, wherever the
+/// kernel cache holds them).
 fn confinement(settings: &Settings) -> Confinement {
-    Confinement::new([&settings.root, &settings.contracts_dir, &settings.controls_dir, &settings.kernels_dir].map(PathBuf::as_path))
+    let given = [&settings.root, &settings.contracts_dir, &settings.controls_dir, &settings.kernels_dir];
+    Confinement::new(given.into_iter().chain(&settings.include_dirs).chain(&settings.hip_headers).map(PathBuf::as_path))
 }
 
 /// A contract or control file found in its folder, refused when it is a symlink that leads
@@ -721,66 +724,31 @@ fn found_inside(confined: &Confinement, settings: &Settings, path: &Path) -> Res
     })
 }
 
-/// The op's kernel in the kernels folder, and every header it includes, inside; said at the
-/// contract's `op`, which names that kernel.
-fn kernel_inside(confined: &Confinement, settings: &Settings, contract: &Contract) -> Result<(), ContractError> {
-    let Some(source) = contract.op.source else { return Ok(()) };
-    let path = settings.kernels_dir.join(source);
-    // a missing kernel is the build's to report, as a record error
-    if path.symlink_metadata().is_err() {
-        return Ok(());
-    }
-    let shown = display(&settings.root, &path);
-    let checked =
-        confined.resolve(&path, &shown).and_then(|_| confined.includes(&path, &shown, std::slice::from_ref(&settings.kernels_dir)));
-    checked.map_err(|e| ContractError {
-        file: contract.file.clone(),
-        line: contract.op_line,
-        key: "op".into(),
-        message: format!("the op's kernel: {e}"),
-    })
+pub(crate) use crate::builds::{Built, kernel_sources, source_of};
+
+/// What a record runs with: its kernel's module (none for a library op) and what its outputs
+/// are checked against.
+pub(crate) struct Loaded {
+    pub module: Result<Option<Arc<dyn Module>>, String>,
+    pub checker: Result<Checker, String>,
 }
 
-/// The kernel a record runs: its control's faulty copy, else (a control that plants only
-/// parameters too) its contract's kernel; none for an op a library serves, whose records
-/// always go through the library (a control for one may plant a kernel named after the op,
-/// which its launcher runs in place of the library call).
-pub(crate) fn source_of(settings: &Settings, contract: &Contract, control: Option<&Control>) -> Option<KernelSource> {
-    let op = contract.op;
-    match (control, op.source, op.symbol) {
-        (Some(Control { source: Some(path), .. }), _, _) => Some(kernel_source(settings, path, op.kernel_symbol())),
-        (_, Some(source), Some(symbol)) => Some(kernel_source(settings, &settings.kernels_dir.join(source), symbol)),
-        _ => None,
+impl Loaded {
+    /// From the run's modules, and the reference function `built` for the contract (if any).
+    pub(crate) fn of(
+        settings: &Settings,
+        contract: &Contract,
+        control: Option<&Control>,
+        modules: &Built,
+        built: Option<Result<PathBuf, String>>,
+    ) -> Loaded {
+        let module = match source_of(settings, contract, control) {
+            Some(source) => modules.get(&builds::key(&source)).cloned().unwrap_or_else(|| Err("not built".into())).map(Some),
+            None => Ok(None),
+        };
+        Loaded { module, checker: builds::load_checker(settings, contract, built, modules) }
     }
 }
-
-/// Every kernel a run builds: each contract's, then each control's.
-pub(crate) fn kernel_sources(settings: &Settings, contracts: &[Contract], controls: &[Control]) -> Vec<KernelSource> {
-    let of_contracts = contracts.iter().filter_map(|c| source_of(settings, c, None));
-    let of_controls = controls.iter().filter_map(|c| {
-        let contract = contracts.iter().find(|k| k.op.name == c.contract)?;
-        source_of(settings, contract, Some(c))
-    });
-    let mut sources: Vec<KernelSource> = Vec::new();
-    for source in of_contracts.chain(of_controls) {
-        // a control that plants only parameters runs its contract's kernel, built once
-        if !sources.iter().any(|s| s.path == source.path) {
-            sources.push(source);
-        }
-    }
-    sources
-}
-
-pub(crate) fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource {
-    KernelSource {
-        path: path.to_path_buf(),
-        display_path: display(&settings.root, path),
-        kernels: vec![symbol.to_string()],
-        include_dirs: vec![settings.kernels_dir.clone()],
-    }
-}
-
-pub(crate) type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
 
 /// Generated inputs by (seed, dtype, shape, planted or not): records of one op share their
 /// inputs, and a large table is generated once, not once per record.
@@ -825,7 +793,7 @@ pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Buil
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(source) = sources.get(i) else { break };
                     let module = backend.load_module(source).map_err(|e| error_chain(&e));
-                    results.lock().unwrap().insert(source.path.clone(), module);
+                    results.lock().unwrap().insert(builds::key(source), module);
                 }
             });
         }
@@ -835,7 +803,7 @@ pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Buil
 
 /// Builds every source without loading it (so no code of a kernel runs), on all cores: a
 /// record's process builds before it sandboxes itself, and loads after.
-pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_built: &(dyn Fn(&Path, Result<(), String>) + Sync)) {
+pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_built: &(dyn Fn(&KernelSource, Result<(), String>) + Sync)) {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let threads = engine::backend::host::worker_count().clamp(1, 8);
     std::thread::scope(|scope| {
@@ -844,23 +812,23 @@ pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_bui
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(source) = sources.get(i) else { break };
-                    on_built(&source.path, backend.build_module(source).map_err(|e| error_chain(&e)));
+                    on_built(source, backend.build_module(source).map_err(|e| error_chain(&e)));
                 }
             });
         }
     });
 }
 
-/// Loads each source that built (`built` holds the build's outcome by path); one that did not
+/// Loads each source that built (`built` holds the build's outcome by key); one that did not
 /// keeps its build error, and is not built again.
-pub(crate) fn load_built(backend: &dyn Backend, sources: &[KernelSource], built: &HashMap<PathBuf, Result<(), String>>) -> Built {
+pub(crate) fn load_built(backend: &dyn Backend, sources: &[KernelSource], built: &HashMap<builds::SourceKey, Result<(), String>>) -> Built {
     let mut modules = Built::new();
     for source in sources {
-        let module = match built.get(&source.path) {
+        let module = match built.get(&builds::key(source)) {
             Some(Err(e)) => Err(e.clone()),
             _ => backend.load_module(source).map_err(|e| error_chain(&e)),
         };
-        modules.insert(source.path.clone(), module);
+        modules.insert(builds::key(source), module);
     }
     modules
 }
@@ -944,10 +912,11 @@ pub(crate) fn run_record(
     context: &RunContext,
     contract: &Contract,
     record: &Record,
-    module: &Result<Option<Arc<dyn Module>>, String>,
+    loaded: &Loaded,
     control: Option<&Control>,
     inputs: &mut InputCache,
 ) -> RecordResult {
+    let module = &loaded.module;
     let RunContext { backend, gates_run, .. } = *context;
     let started = Instant::now();
     let mut result = new_result(contract, record, control, gates_run);
@@ -966,9 +935,9 @@ pub(crate) fn run_record(
         .into_iter()
         .filter(|i| chosen.is_none_or(|cases| cases.contains(i)) && context.settings.selects_case(*i))
         .map(|i| (i, Inputs::NonFinitePlanted));
-    match module {
+    match module.as_ref().and_then(|m| loaded.checker.as_ref().map(|c| (m, c))) {
         Err(e) => result.error = Some(e.clone()),
-        Ok(module) => {
+        Ok((module, checker)) => {
             for (index, variant) in plain.into_iter().chain(planted) {
                 let case = &contract.cases[index];
                 let described = match variant {
@@ -980,7 +949,7 @@ pub(crate) fn run_record(
                 }
                 let whose = Whose { control, described: &described };
                 let gates = &result.gates_run;
-                match run_case(context, (contract, record, gates), module.as_deref(), (index, case), variant, inputs, &whose) {
+                match run_case(context, (contract, record, gates), (module.as_deref(), checker), (index, case), variant, inputs, &whose) {
                     Ok((case_report, failures, triage)) => {
                         result.phases.add(&case_report.phases);
                         match variant {
@@ -1090,14 +1059,10 @@ fn compare_on(
     primary: &BTreeMap<&str, &[u8]>,
 ) -> Result<BTreeMap<String, u64>, String> {
     let op = contract.op;
-    let module = match op.source {
-        Some(source) => Some(
-            context
-                .reference_modules
-                .get(&context.settings.kernels_dir.join(source))
-                .ok_or("the reference backend has no module for the op")?
-                .clone()?,
-        ),
+    let module = match source_of(context.settings, contract, None) {
+        Some(source) => {
+            Some(context.reference_modules.get(&builds::key(&source)).ok_or("the reference backend has no module for the op")?.clone()?)
+        }
         None => None,
     };
     let text = |e: engine::EngineError| error_chain(&e);
@@ -1259,7 +1224,7 @@ struct Whose<'a> {
 fn run_case(
     context: &RunContext,
     (contract, record, gates): (&Contract, &Record, &[Gate]),
-    module: Option<&dyn Module>,
+    (module, checker): (Option<&dyn Module>, &Checker),
     (index, case): (usize, &Case),
     variant: Inputs,
     inputs: &mut InputCache,
@@ -1300,8 +1265,7 @@ fn run_case(
         tensors.insert(spec.name.to_string(), tensor);
     }
     phases.upload += lap.take();
-    let want = (contract.oracle)(&OracleInput { symbols: &case.symbols, params: &record.params, inputs: &input_values })
-        .map_err(|e| format!("oracle {}: {e}", contract.oracle_name))?;
+    let (want, want_bytes) = checked::want(checker, backend, contract, record, case, &input_values, &input_bytes)?;
     drop(input_values);
     phases.oracle += lap.take();
     let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
@@ -1309,7 +1273,7 @@ fn run_case(
         let expected = tensors[*name].elements();
         let given = want.get(*name).map_or(0, Vec::len);
         if given != expected {
-            return Err(format!("oracle {} gave {given} values for `{name}` of {expected} elements", contract.oracle_name));
+            return Err(format!("oracle {} gave {given} values for `{name}` of {expected} elements", contract.reference.name()));
         }
     }
 
@@ -1425,6 +1389,12 @@ fn run_case(
         }
         let tolerance = &record.tolerances[*name].tolerance;
         let (metrics, failure) = gates::compare(dtype, shape, first, &want[*name], tolerance);
+        // a replacement matches its predecessor's bits, a NaN's payload and a zero's sign too
+        // (what differs in value differs in bits, and is said so)
+        let failure = match want_bytes.as_ref().and_then(|bits| bits.get(*name)) {
+            Some(bits) => checked::bits_differ(contract, dtype, shape, first, bits),
+            None => failure,
+        };
         let judged = !matches!((variant, &contract.nonfinite), (Inputs::NonFinitePlanted, NonfinitePolicy::Unspecified(_)));
         if failure.is_some() && judged && whose.control.is_none() {
             let gate = if variant == Inputs::AsGenerated { Gate::Shapes } else { Gate::Nonfinite };
@@ -1607,8 +1577,8 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     // (contract index, control) pairs to measure, built on all cores
     let mut jobs: Vec<(usize, Option<&Control>, KernelSource)> = Vec::new();
     for (i, c) in contracts.iter().enumerate() {
-        if let (Some(source), Some(symbol)) = (c.op.source, c.op.symbol) {
-            jobs.push((i, None, kernel_source(settings, &settings.kernels_dir.join(source), symbol)));
+        if let Some(source) = source_of(settings, c, None) {
+            jobs.push((i, None, source));
         }
     }
     for control in &controls {
@@ -1705,6 +1675,9 @@ pub(crate) fn tests_settings() -> Settings {
         contracts_dir: root.join("contracts"),
         controls_dir: root.join("controls"),
         kernels_dir: root.join("kernels"),
+        include_dirs: Vec::new(),
+        hip_headers: Some(root.join("kernels/hip-headers")),
+        cache_dir: root.join("target/kernel-cache"),
         root,
         only: Vec::new(),
         run_controls: true,

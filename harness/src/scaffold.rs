@@ -157,7 +157,8 @@ pub fn contract(op: &str, source: &str, symbol: &str, params: &[Param]) -> Strin
          axis = \"?\"   # the shape symbol counting rows (each tensor's first dimension), or replace\n\
          # this table by `seams = \"none: <why the rows are not independent>\"` above it\n\n\
          [reference]\n\
-         oracle = \"?\"   # a named oracle whose tensors these are\n\
+         oracle = \"?\"   # a named oracle whose tensors these are; or, in its place, a C++ function\n\
+         # (reference = \"../ref/x.cpp:function\") or another op's kernel to match bit for bit (replaces = \"op\")\n\
          tolerance = \"exact\"\n",
         quoted.join(", "),
         symbols.iter().map(|s| format!("{s} = \"?\"")).collect::<Vec<_>>().join(", "),

@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 use harness::contract::Control;
 
 mod bad_inputs;
+mod external;
 mod findings;
 mod untrusted;
 

@@ -5,7 +5,10 @@ pub mod cache;
 pub mod cuda;
 pub mod hip;
 pub mod host;
+pub mod preludes;
 pub mod static_checks;
+pub mod symbols;
+pub mod vendor;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,7 +23,8 @@ pub struct KernelSource {
     pub path: PathBuf,
     /// The path as reports show it (relative to the repository: `kernels/tf_embed_dense.hip`).
     pub display_path: String,
-    /// `extern "C"` kernel symbols to export.
+    /// Kernel symbols to export: `extern "C"` names, or C++ names such as template
+    /// instantiations (`scale_rows<float, 4>`), as [`symbols`] takes them.
     pub kernels: Vec<String>,
     /// Directories searched by `#include "..."` (the shared kernel header lives in `kernels/`).
     pub include_dirs: Vec<PathBuf>,

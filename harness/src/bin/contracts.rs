@@ -12,6 +12,7 @@ use engine::amdgpu::{Gfx1201Static, HipClang};
 use engine::backend::cuda::{CudaBackend, CudaOptions, NvrtcStatic};
 use engine::backend::hip::{HipBackend, HipOptions};
 use engine::backend::host::{HostBackend, HostOptions, worker_count};
+use engine::backend::preludes::Preludes;
 use engine::backend::static_checks::{StaticCheckOptions, StaticChecked};
 use engine::backend::{Backend, StaticCompiler};
 use harness::isolation::{self, BackendInfo, ChildCommand, JobRequest};
@@ -90,6 +91,10 @@ struct Flags {
     /// Kernel sources folder (default: <root>/kernels).
     #[arg(long, global = true)]
     kernels: Option<PathBuf>,
+    /// A folder every kernel's includes are also looked for in, after its contract's own
+    /// `[kernel] include` (repeatable); files there may be named by contracts.
+    #[arg(long = "include", value_name = "DIR", global = true)]
+    include: Vec<PathBuf>,
     /// Run only this op's contract and controls (repeatable).
     #[arg(long = "only", value_name = "OP", global = true)]
     only: Vec<String>,
@@ -279,31 +284,33 @@ fn cache_dir(flags: &Flags, root: &Path) -> PathBuf {
     flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache"))
 }
 
-fn static_compiler(arch: &str, flags: &Flags, root: &Path) -> Result<Box<dyn StaticCompiler>> {
+/// The backends' preludes and HIP header shims: the kernels folder's own, else the copies
+/// built into this binary (a kernels folder of another library has none).
+fn preludes(flags: &Flags, root: &Path) -> Result<Preludes> {
     let kernels = flags.kernels.clone().unwrap_or_else(|| root.join("kernels"));
+    Preludes::locate(&kernels, &cache_dir(flags, root)).context("the backends' preludes")
+}
+
+fn static_compiler(arch: &str, flags: &Flags, root: &Path) -> Result<Box<dyn StaticCompiler>> {
+    let preludes = preludes(flags, root)?;
     let cache_dir = cache_dir(flags, root);
     if arch.starts_with("gfx") {
         let clang = HipClang::discover().context("the static gfx path needs clang-22 (apt-get install clang-22 lld-22 llvm-22)")?;
-        Ok(Box::new(Gfx1201Static {
-            clang,
-            arch: arch.to_string(),
-            prelude: kernels.join("hip/prelude.h"),
-            cache_dir: cache_dir.join(arch),
-        }))
+        Ok(Box::new(Gfx1201Static { clang, arch: arch.to_string(), prelude: preludes.hip_static(), cache_dir: cache_dir.join(arch) }))
     } else if arch.starts_with("sm_") {
         engine::backend::cuda::nvrtc::Nvrtc::shared().context("the static sm_90 path needs NVRTC")?;
-        Ok(Box::new(NvrtcStatic { arch: arch.to_string() }))
+        Ok(Box::new(NvrtcStatic { arch: arch.to_string(), prelude: preludes.cuda() }))
     } else {
         bail!("--arch {arch}: static figures exist for gfx targets (gfx1201) and sm_ targets (sm_90)")
     }
 }
 
 fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<String>)> {
-    // every backend's prelude from the kernels folder the run uses (`--kernels` included)
-    let kernels = flags.kernels.clone().unwrap_or_else(|| root.join("kernels"));
+    // every backend's prelude from the kernels folder the run uses (`--kernels` included), or built in
+    let preludes = preludes(flags, root)?;
     let host = || -> Result<Box<dyn Backend>> {
         let options = HostOptions {
-            prelude: kernels.join("host/prelude.h"),
+            prelude: preludes.host(),
             cache_dir: cache_dir(flags, root),
             workers: flags.workers.unwrap_or_else(worker_count).max(1),
             warp_size: flags.warp_size,
@@ -312,16 +319,11 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
         Ok(Box::new(if flags.coverage_build { host.with_coverage() } else { host }))
     };
     let cuda = || {
-        let options =
-            CudaOptions { prelude: kernels.join("cuda/prelude.h"), cache_dir: Some(cache_dir(flags, root)), ..CudaOptions::for_root(root) };
+        let options = CudaOptions { prelude: preludes.cuda(), cache_dir: Some(cache_dir(flags, root)), ..CudaOptions::for_root(root) };
         CudaBackend::probe(options)
     };
     let hip = || {
-        let options = HipOptions {
-            prelude: kernels.join("hip/hiprtc_prelude.h"),
-            cache_dir: Some(cache_dir(flags, root)),
-            ..HipOptions::for_root(root)
-        };
+        let options = HipOptions { prelude: preludes.hiprtc(), cache_dir: Some(cache_dir(flags, root)), ..HipOptions::for_root(root) };
         HipBackend::probe(options)
     };
     // a GPU backend's kernels get the host build's static offset checks too, unless asked not to
@@ -329,8 +331,7 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
         if flags.no_static_checks {
             return Ok(gpu);
         }
-        let options =
-            StaticCheckOptions { prelude: kernels.join("host/prelude.h"), cache_dir: cache_dir(flags, root), warp_size: flags.warp_size };
+        let options = StaticCheckOptions { prelude: preludes.host(), cache_dir: cache_dir(flags, root), warp_size: flags.warp_size };
         let checked = StaticChecked::new(gpu, options)
             .context("the static offset checks of a GPU run need the host C++ compiler and prelude (--no-static-checks leaves them out)")?;
         Ok(Box::new(checked))
@@ -372,6 +373,9 @@ fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi
     pair("--contracts", settings.contracts_dir.clone().into());
     pair("--controls", settings.controls_dir.clone().into());
     pair("--kernels", settings.kernels_dir.clone().into());
+    for dir in &settings.include_dirs {
+        pair("--include", dir.clone().into());
+    }
     pair("--seed", settings.seed.to_string().into());
     pair("--repeats", settings.repeats.to_string().into());
     pair("--warp-size", flags.warp_size.to_string().into());
@@ -411,6 +415,10 @@ fn settings(flags: &Flags, root: &Path, isolated: bool) -> Settings {
         contracts_dir: absolute(&flags.contracts, "contracts"),
         controls_dir: absolute(&flags.controls, "controls"),
         kernels_dir: absolute(&flags.kernels, "kernels"),
+        include_dirs: flags.include.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect(),
+        // a run whose cache cannot hold them stops at the backend's start, saying why
+        hip_headers: preludes(flags, root).ok().map(|p| p.hip_headers()),
+        cache_dir: cache_dir(flags, root),
         root: root.to_path_buf(),
         only: flags.only.clone(),
         run_controls: !flags.no_controls,
@@ -435,7 +443,7 @@ fn reference_host(flags: &Flags, settings: &Settings) -> Result<Option<HostBacke
         return Ok(None);
     }
     let options = HostOptions {
-        prelude: settings.kernels_dir.join("host/prelude.h"),
+        prelude: preludes(flags, &settings.root)?.host(),
         cache_dir: cache_dir(flags, &settings.root),
         workers: worker_count(),
         warp_size: flags.warp_size,
@@ -462,6 +470,8 @@ fn run_child(flags: &Flags) -> i32 {
         );
         let mut channel = isolation::Channel::open(&request.channel).context("opening the result channel")?;
         let root = flags.root.clone().context("a child is given --root")?;
+        // the ops its contract replaces are defined by the other contracts
+        harness::contract::define_data_ops(&flags.contracts.clone().unwrap_or_else(|| root.join("contracts")));
         let settings = settings(flags, &root, true);
         let started = backend(flags, &root).and_then(|(backend, _)| Ok((backend, reference_host(flags, &settings)?)));
         match started {
@@ -843,7 +853,7 @@ fn coverage(flags: &Flags, root: &Path) -> Result<i32> {
     }
     let settings = settings(flags, root, false);
     let options = HostOptions {
-        prelude: settings.kernels_dir.join("host/prelude.h"),
+        prelude: preludes(flags, root)?.host(),
         cache_dir: cache_dir(flags, root),
         workers: flags.workers.unwrap_or_else(worker_count).max(1),
         warp_size: flags.warp_size,

@@ -140,6 +140,10 @@ pub fn targets(kernels_dir: &Path, only: &[String]) -> Result<Vec<Target>, Mutat
     let mut header_ops = Vec::new();
     for op in engine::ops::all() {
         let Some(source) = op.source else { continue };
+        // a kernel named from its contract's folder is another library's, not the kernels folder's
+        if source.starts_with("./") || source.starts_with("../") {
+            continue;
+        }
         if !only.is_empty() && !only.iter().any(|o| o == op.name) {
             continue;
         }

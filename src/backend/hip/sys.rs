@@ -98,6 +98,8 @@ api_table! {
         hiprtcGetCode: fn(hiprtcProgram, *mut c_char) -> hiprtcResult;
         hiprtcGetProgramLogSize: fn(hiprtcProgram, *mut usize) -> hiprtcResult;
         hiprtcGetProgramLog: fn(hiprtcProgram, *mut c_char) -> hiprtcResult;
+        hiprtcAddNameExpression: fn(hiprtcProgram, *const c_char) -> hiprtcResult;
+        hiprtcGetLoweredName: fn(hiprtcProgram, *const c_char, *mut *const c_char) -> hiprtcResult;
     }
 }
 

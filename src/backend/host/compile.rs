@@ -229,7 +229,8 @@ impl HostCompiler {
         // beside the wrapper: a quoted include needs no path, whatever the cache folder is called
         let mut text = String::from("#include \"source.hip\"\n");
         for kernel in &source.kernels {
-            text.push_str(&format!("SIMT_KERNEL({kernel})\n"));
+            // a template instantiation is made here, by taking its address, under a C name of its own
+            text.push_str(&format!("SIMT_KERNEL_AS({}, &{kernel})\n", crate::backend::symbols::host_alias(kernel)));
         }
         fs::write(&wrapper, text).map_err(|e| EngineError::Cache { path: wrapper.clone(), source: e })?;
 
@@ -322,7 +323,7 @@ impl HostCompiler {
     }
 
     /// Runs one step of the build; on success, what the compiler said (its warnings).
-    fn run(&self, mut command: Command, display_path: &str, step: &str) -> Result<String, EngineError> {
+    pub(super) fn run(&self, mut command: Command, display_path: &str, step: &str) -> Result<String, EngineError> {
         let out = command.output().map_err(|e| EngineError::Tool {
             tool: self.program.clone(),
             path: display_path.to_string(),
@@ -401,7 +402,7 @@ fn prefix_map(flag: &str, from: &str, to: &str) -> Option<String> {
 /// includes are looked for beside it first, so one with `..` may be read through the build
 /// folder (`<build>/../../x.h`): such a path is resolved to the file it reached, as the
 /// build folder is gone by the next lookup.
-fn files_read(depfile_paths: &[String], work: &Path) -> Vec<PathBuf> {
+pub(super) fn files_read(depfile_paths: &[String], work: &Path) -> Vec<PathBuf> {
     let real_work = work.canonicalize().unwrap_or_else(|_| work.to_path_buf());
     let reached = |path: PathBuf| {
         if !path.starts_with(work) {

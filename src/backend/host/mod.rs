@@ -6,7 +6,10 @@ mod cache_tests;
 pub(crate) mod compile;
 mod findings;
 mod gemm;
+#[cfg(test)]
+mod hip_header_tests;
 mod lint;
+pub mod reference;
 mod runtime;
 mod shared_decls;
 #[cfg(test)]

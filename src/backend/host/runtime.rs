@@ -165,7 +165,7 @@ impl HostModule {
         }
         let mut kernels = HashMap::new();
         for kernel in &source.kernels {
-            let symbol = format!("simt_k_{kernel}\0");
+            let symbol = format!("simt_k_{}\0", crate::backend::symbols::host_alias(kernel));
             let descriptor: *const SimtKernel = unsafe {
                 *library
                     .get::<*const SimtKernel>(symbol.as_bytes())
