@@ -44,7 +44,13 @@
 // store of kernel code calls __tsan_readN / __tsan_writeN, which this prelude defines (no
 // ThreadSanitizer runtime is linked) to check accesses against the launch's tensors and the
 // block's shared memory. The runtime itself is not instrumented.
+// clang instruments atomics even under no_sanitize("thread") (the runtime's own atomics would
+// then call the entry points that call them): it needs its stronger attribute too.
+#if defined(__clang__)
+#define SIMT_NOSAN __attribute__((no_sanitize("thread"), disable_sanitizer_instrumentation))
+#else
 #define SIMT_NOSAN __attribute__((no_sanitize("thread")))
+#endif
 
 // ---------------------------------------------------------------- dialect
 #define __global__
@@ -890,6 +896,22 @@ SIMT_NOSAN static inline void check_access(const volatile void* p, size_t bytes,
 SIMT_TSAN_ACCESS(1) SIMT_TSAN_ACCESS(2) SIMT_TSAN_ACCESS(4) SIMT_TSAN_ACCESS(8) SIMT_TSAN_ACCESS(16)
 extern "C" SIMT_TSAN void __tsan_read_range(void* p, size_t n) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); }
 extern "C" SIMT_TSAN void __tsan_write_range(void* p, size_t n) { simt::check_access(p, n, simt::WRITE, __builtin_return_address(0)); }
+// clang calls these for an aggregate copy or a memset in kernel code (GCC calls the libc
+// functions, unchecked): the bytes are checked as one read and one write of that many.
+extern "C" SIMT_TSAN void* __tsan_memcpy(void* d, const void* p, size_t n) {
+  simt::check_access(p, n, simt::READ, __builtin_return_address(0));
+  simt::check_access(d, n, simt::WRITE, __builtin_return_address(0));
+  return memcpy(d, p, n);
+}
+extern "C" SIMT_TSAN void* __tsan_memmove(void* d, const void* p, size_t n) {
+  simt::check_access(p, n, simt::READ, __builtin_return_address(0));
+  simt::check_access(d, n, simt::WRITE, __builtin_return_address(0));
+  return memmove(d, p, n);
+}
+extern "C" SIMT_TSAN void* __tsan_memset(void* d, int c, size_t n) {
+  simt::check_access(d, n, simt::WRITE, __builtin_return_address(0));
+  return memset(d, c, n);
+}
 extern "C" SIMT_TSAN void __tsan_init() {}
 extern "C" SIMT_TSAN void __tsan_func_entry(void*) {}
 extern "C" SIMT_TSAN void __tsan_func_exit() {}
