@@ -66,10 +66,11 @@ pub(super) struct SimtFinding {
     pub other_write: u32,
     pub other_pc: u64,
     pub other_block: u32,
+    pub shared: u32,
 }
 
 /// `SIMT_F_KINDS` in the prelude, in its order.
-pub(super) const FINDING_KINDS: [MemoryFindingKind; 7] = [
+pub(super) const FINDING_KINDS: [MemoryFindingKind; 8] = [
     MemoryFindingKind::OutOfBoundsRead,
     MemoryFindingKind::OutOfBoundsWrite,
     MemoryFindingKind::SharedOutOfBounds,
@@ -77,6 +78,7 @@ pub(super) const FINDING_KINDS: [MemoryFindingKind; 7] = [
     MemoryFindingKind::SharedRace,
     MemoryFindingKind::InputWrite,
     MemoryFindingKind::GlobalRace,
+    MemoryFindingKind::Misaligned,
 ];
 
 /// `simt_shared_var` in the prelude.
