@@ -101,10 +101,115 @@ static __forceinline__ unsigned __float_as_uint(float f) { return __builtin_bit_
 static __forceinline__ float __uint_as_float(unsigned u) { return __builtin_bit_cast(float, u); }
 static __forceinline__ int __float_as_int(float f) { return __builtin_bit_cast(int, f); }
 static __forceinline__ float __int_as_float(int u) { return __builtin_bit_cast(float, u); }
-// glibc declares __expf, __logf, ... itself (extern "C"), so device intrinsics are renamed by macro.
-static __forceinline__ float simt_expf(float x) { return expf(x); }
-#define __expf simt_expf
-static __forceinline__ float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+
+// ---------------------------------------------------------------- fast intrinsics
+// A GPU computes __expf, __logf, __sinf, __fdividef, rsqrtf, ... on its special function unit
+// (NVIDIA's ex2/lg2/sin/cos/rcp/rsqrt.approx, flushing subnormals to zero), and a kernel that
+// calls one where the contract needs the accurate function fails there. Here each is built as
+// the hardware builds it (the same f32 operations around the unit: `__expf(x)` is ex2 of the
+// f32 product x * log2(e), `__fdividef(x, y)` is x times rcp(y), so a large |y| gives 0), and
+// the unit itself is the exact function rounded to f32 and then moved by the error the CUDA
+// documentation bounds it by, up or down as a hash of the argument's bits says: the same
+// result on every run, an error of its real size. A result the hardware gets exactly (a power
+// of two, 1, 0) is left exact. The accurate functions (expf, sinf, ...) stay glibc's. glibc
+// declares __expf, __logf, ... itself (extern "C"), so the intrinsics are renamed by macro.
+namespace simt {
+static __forceinline__ unsigned mix(unsigned h) {
+  h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; return h ^ (h >> 16);
+}
+// f32 subnormals become zeros of their sign (the .ftz forms).
+static __forceinline__ float ftz(float v) { return v != 0.0f && fabsf(v) < 0x1p-126f ? copysignf(0.0f, v) : v; }
+// `exact` rounded to f32 and moved `ulps` units of its last place away from or toward zero.
+static __forceinline__ float sfu_ulps(double exact, unsigned key, int ulps) {
+  float r = (float)exact;
+  if ((double)r == exact || !__builtin_isfinite(r)) return r;
+  unsigned magnitude = __float_as_uint(r) & 0x7fffffffu;
+  magnitude = (mix(key) & 1) ? magnitude + ulps : (magnitude > (unsigned)ulps ? magnitude - ulps : 0);
+  if (magnitude > 0x7f800000u) magnitude = 0x7f800000u;
+  return __uint_as_float((__float_as_uint(r) & 0x80000000u) | magnitude);
+}
+// `exact` moved by an absolute error `error`, then rounded to f32.
+static __forceinline__ float sfu_absolute(double exact, unsigned key, double error) {
+  if ((double)(float)exact == exact || !__builtin_isfinite(exact)) return (float)exact;
+  return (float)((mix(key) & 1) ? exact + error : exact - error);
+}
+// ex2.approx.ftz.f32: 2 ulp (CUDA's exp2f bound).
+static __forceinline__ float ex2_approx(float t) {
+  t = ftz(t);
+  if (t != t) return t;
+  return ftz(sfu_ulps(exp2((double)t), __float_as_uint(t), 2));
+}
+// lg2.approx.ftz.f32: an absolute error of 2^-22 for x in [0.5, 2], else 2 ulp (__log2f's bounds).
+static __forceinline__ float lg2_approx(float x) {
+  x = ftz(x);
+  if (x != x || x < 0.0f) return __builtin_nanf("");
+  if (x == 0.0f) return -__builtin_inff();
+  double exact = log2((double)x);
+  if (x >= 0.5f && x <= 2.0f) return sfu_absolute(exact, __float_as_uint(x), 0x1p-22);
+  return sfu_ulps(exact, __float_as_uint(x), 2);
+}
+// sin.approx / cos.approx.ftz.f32: the argument is first scaled to turns by an f32 multiply
+// (so a large |x| loses its low bits, as on the hardware), then an absolute error of 2^-21.41
+// (sine) or 2^-21.19 (cosine), the bounds CUDA gives for x in [-pi, pi].
+static __forceinline__ float sin_approx(float x) {
+  float turns = ftz(ftz(x) * 0.159154943f);
+  if (!__builtin_isfinite(turns)) return __builtin_nanf("");
+  return ftz(sfu_absolute(sin(6.283185307179586 * (double)turns), __float_as_uint(x), 0x1.8p-22));
+}
+static __forceinline__ float cos_approx(float x) {
+  float turns = ftz(ftz(x) * 0.159154943f);
+  if (!__builtin_isfinite(turns)) return __builtin_nanf("");
+  return ftz(sfu_absolute(cos(6.283185307179586 * (double)turns), __float_as_uint(x) ^ 0x5bd1e995u, 0x1.cp-22));
+}
+// rcp.approx.ftz.f32: 1 ulp.
+static __forceinline__ float rcp_approx(float y) {
+  y = ftz(y);
+  if (y == 0.0f) return copysignf(__builtin_inff(), y);
+  return ftz(sfu_ulps(1.0 / (double)y, __float_as_uint(y), 1));
+}
+}  // namespace simt
+
+static __forceinline__ float simt_fast_expf(float x) { return simt::ex2_approx(simt::ftz(x) * 1.44269504f); }
+static __forceinline__ float simt_fast_exp10f(float x) { return simt::ex2_approx(simt::ftz(x) * 3.32192802f); }
+static __forceinline__ float simt_fast_log2f(float x) { return simt::lg2_approx(x); }
+static __forceinline__ float simt_fast_logf(float x) { return simt::ftz(simt::lg2_approx(x) * 0.693147182f); }
+static __forceinline__ float simt_fast_log10f(float x) { return simt::ftz(simt::lg2_approx(x) * 0.301029996f); }
+static __forceinline__ float simt_fast_sinf(float x) { return simt::sin_approx(x); }
+static __forceinline__ float simt_fast_cosf(float x) { return simt::cos_approx(x); }
+static __forceinline__ void simt_fast_sincosf(float x, float* s, float* c) { *s = simt::sin_approx(x); *c = simt::cos_approx(x); }
+static __forceinline__ float simt_fast_tanf(float x) { return simt::ftz(simt::sin_approx(x) * simt::rcp_approx(simt::cos_approx(x))); }
+static __forceinline__ float simt_fast_powf(float x, float y) { return simt::ex2_approx(simt::ftz(simt::ftz(y) * simt::lg2_approx(x))); }
+// div.approx: x * rcp(y); for 2^126 < |y| < 2^128 the reciprocal flushes to 0, so the quotient
+// is 0 (NaN for an infinite x), as CUDA documents.
+static __forceinline__ float simt_fast_fdividef(float x, float y) { return simt::ftz(simt::ftz(x) * simt::rcp_approx(y)); }
+#define __expf simt_fast_expf
+#define __exp10f simt_fast_exp10f
+#define __log2f simt_fast_log2f
+#define __logf simt_fast_logf
+#define __log10f simt_fast_log10f
+#define __sinf simt_fast_sinf
+#define __cosf simt_fast_cosf
+#define __sincosf simt_fast_sincosf
+#define __tanf simt_fast_tanf
+#define __powf simt_fast_powf
+#define __fdividef simt_fast_fdividef
+// rsqrtf is NVIDIA's rsqrt.approx.f32 (no flush): 2 ulp.
+static __forceinline__ float rsqrtf(float x) {
+  if (x != x || x < 0.0f) return __builtin_nanf("");
+  if (x == 0.0f) return copysignf(__builtin_inff(), x);
+  return simt::sfu_ulps(1.0 / sqrt((double)x), __float_as_uint(x), 2);
+}
+// The correctly rounded ones stay correctly rounded (__frsqrt_rn through double: rounding the
+// double result once more to f32 can be one ulp off, for about one argument in 2^29).
+static __forceinline__ float __frsqrt_rn(float x) { return (float)(1.0 / sqrt((double)x)); }
+static __forceinline__ float __fsqrt_rn(float x) { return sqrtf(x); }
+static __forceinline__ float __frcp_rn(float x) { return 1.0f / x; }
+static __forceinline__ float __fdiv_rn(float x, float y) { return x / y; }
+static __forceinline__ float __fmul_rn(float x, float y) { return x * y; }
+static __forceinline__ float __fadd_rn(float x, float y) { return x + y; }
+static __forceinline__ float __fsub_rn(float x, float y) { return x - y; }
+static __forceinline__ float __fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
+static __forceinline__ float __saturatef(float x) { return x != x ? 0.0f : fminf(fmaxf(x, 0.0f), 1.0f); }
 static __forceinline__ int min(int a, int b) { return a < b ? a : b; }
 static __forceinline__ int max(int a, int b) { return a > b ? a : b; }
 static __forceinline__ unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }

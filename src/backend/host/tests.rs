@@ -573,3 +573,73 @@ fn misaligned_loads_of_shared_memory_name_the_array_and_aligned_ones_pass() {
         assert_eq!(y, (0..64).map(|i| i as f32).collect::<Vec<_>>());
     }
 }
+
+/// `fast_math.hip`'s function `which` over `x`, twice: both launches must agree bit for bit.
+fn fast_math(which: i32, x: &[f32]) -> Vec<f32> {
+    let backend = backend_with(2);
+    let m = module(&backend, "fast_math.hip", &["fast_math"]);
+    let input = tensor(&backend, DType::F32, x);
+    let runs: Vec<Vec<u32>> = (0..2)
+        .map(|_| {
+            let out = Tensor::allocate(&backend, DType::F32, &[x.len()]).unwrap();
+            let args = [ptr(&input), ptr(&out), KernelArg::I32(x.len() as i32), KernelArg::I32(which)];
+            m.launch("fast_math", dims(x.len().div_ceil(64) as u32, 64), Schedule::default(), &args).unwrap();
+            read::<f32>(&out).iter().map(|v| v.to_bits()).collect()
+        })
+        .collect();
+    assert_eq!(runs[0], runs[1], "function {which} is not deterministic");
+    runs[0].iter().map(|&b| f32::from_bits(b)).collect()
+}
+
+fn ulps(got: f32, want: f64) -> f64 {
+    let want32 = want as f32;
+    let unit = f32::from_bits(want32.abs().to_bits() + 1) - want32.abs();
+    (got as f64 - want).abs() / unit as f64
+}
+
+#[test]
+fn fast_exp_and_log_err_as_the_hardware_does_and_the_accurate_ones_stay_accurate() {
+    // __expf is ex2 of the f32 product x * log2(e): its error grows with |x| (CUDA bounds it by
+    // 2 + 1.173 |x| ulp), and a subnormal result flushes to zero
+    let x: Vec<f32> = (0..512).map(|i| -20.0 + i as f32 * 0.078125 + 0.0013).collect();
+    let fast = fast_math(0, &x);
+    let accurate = fast_math(1, &x);
+    let worst = x.iter().zip(&fast).map(|(&v, &f)| ulps(f, (v as f64).exp())).fold(0.0, f64::max);
+    assert!(worst > 4.0 && worst < 2.0 + 1.173 * 20.0 + 1.0, "__expf worst {worst} ulp");
+    assert!(x.iter().zip(&accurate).all(|(&v, &a)| ulps(a, (v as f64).exp()) <= 1.0));
+    assert_eq!(fast_math(0, &[-100.0, 0.0, 1.0])[..2], [0.0, 1.0]);
+    assert!(fast_math(1, &[-100.0])[0] > 0.0, "expf keeps subnormal results");
+    // __logf is lg2 times ln 2, with an absolute error near 1: large relative to log(1 + e)
+    let near_one = [1.0001f32, 0.9999, 1.001];
+    for (&v, &f) in near_one.iter().zip(&fast_math(2, &near_one)) {
+        let error = (f as f64 - (v as f64).ln()).abs();
+        assert!(error > 1e-7 && error < 4e-7, "__logf({v}) off by {error}");
+    }
+    assert_eq!(fast_math(2, &[1.0, 2.0, 0.0, -1.0])[..3], [0.0, std::f32::consts::LN_2, f32::NEG_INFINITY]);
+    assert!(fast_math(3, &near_one).iter().zip(&near_one).all(|(&a, &v)| ulps(a, (v as f64).ln()) <= 1.0));
+}
+
+#[test]
+fn fast_division_sine_and_rsqrt_err_as_the_hardware_does() {
+    // __fdividef(1, y) is 0 for 2^126 < |y| < 2^128, where 1 / y is a normal or subnormal value
+    let big = [2.0f32.powi(127), -1.5 * 2.0f32.powi(126), 3.0];
+    let fast = fast_math(6, &big);
+    assert_eq!(fast[..2].iter().map(|v| v.to_bits()).collect::<Vec<_>>(), [0.0f32.to_bits(), (-0.0f32).to_bits()]);
+    assert!(ulps(fast[2], 1.0 / 3.0) <= 2.0);
+    assert!(fast_math(7, &big)[0] > 0.0);
+    // __sinf scales to turns in f32 first: far from zero it loses the argument's low bits
+    let far: Vec<f32> = (0..256).map(|i| 1000.0 + i as f32 * 0.37).collect();
+    let worst = far.iter().zip(&fast_math(4, &far)).map(|(&v, &f)| (f as f64 - (v as f64).sin()).abs()).fold(0.0, f64::max);
+    assert!(worst > 1e-5 && worst < 1e-3, "__sinf off by up to {worst}");
+    assert!(far.iter().zip(&fast_math(5, &far)).all(|(&v, &a)| ulps(a, (v as f64).sin()) <= 1.0));
+    // rsqrtf is 2 ulp off where the exact result is not a float, exact where it is
+    let r = fast_math(8, &[2.0, 4.0, 0.25, 3.0]);
+    assert_eq!(ulps(r[0], 0.5f64.sqrt()).round(), 2.0);
+    assert_eq!(r[1..3], [0.5, 2.0]);
+    let correctly_rounded = fast_math(12, &[2.0, 3.0]);
+    assert!(ulps(correctly_rounded[0], 0.5f64.sqrt()) <= 0.5 && ulps(correctly_rounded[1], (1.0f64 / 3.0).sqrt()) <= 0.5);
+    assert_eq!(fast_math(11, &[-1.0, 0.5, 2.0, f32::NAN]), [0.0, 0.5, 1.0, 0.0]);
+    assert!(fast_math(9, &[4.0])[0] > 31.9 && fast_math(9, &[-4.0])[0].is_nan());
+    let sum = fast_math(10, &[0.5])[0] as f64;
+    assert!((sum - (0.5f64.sin() + 0.5f64.cos())).abs() < 1e-6);
+}
