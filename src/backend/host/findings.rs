@@ -143,7 +143,7 @@ pub fn describe(
     let accesses = if f.write == 0 { "reads" } else { "writes" };
     match kind {
         // not an access: the build's static check says it in its own words
-        MemoryFindingKind::NarrowOffset => String::new(),
+        MemoryFindingKind::NarrowOffset | MemoryFindingKind::ModuleState => String::new(),
         MemoryFindingKind::OutOfBoundsRead | MemoryFindingKind::OutOfBoundsWrite => {
             let Some(t) = tensors.get(f.place as usize) else { return format!("{verb} outside a tensor at {site} ({})", who(f)) };
             let size = t.element_bytes.max(1) as i64;

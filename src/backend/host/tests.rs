@@ -474,9 +474,9 @@ fn a_source_in_a_folder_named_with_a_space_a_quote_a_newline_and_an_equals_sign_
     assert!(!error.contains(odd.to_str().unwrap()) && !error.contains("root/"), "{error}");
 }
 
-/// The static offset checks around another backend (here the host itself, whose modules also
-/// report them): the wrapper adds the host build's finding to every launch of a source that
-/// has one, and nothing to a clean source.
+/// The static checks around another backend (here the host itself, whose modules also report
+/// them): the wrapper adds the host build's findings to every launch of a source that has
+/// them, and nothing to a clean source.
 #[test]
 fn static_checks_ride_on_every_launch_of_a_wrapped_backend() {
     use crate::backend::MemoryFindingKind;
@@ -484,8 +484,10 @@ fn static_checks_ride_on_every_launch_of_a_wrapped_backend() {
     let options =
         StaticCheckOptions { prelude: root().join("kernels/host/prelude.h"), cache_dir: root().join("target/kernel-cache"), warp_size: 32 };
     let checked = StaticChecked::new(Box::new(backend_with(2)), options).expect("static checks");
-    assert!(checked.toolchain().contains("static offset checks by "), "{}", checked.toolchain());
-    for (file, kernel, findings) in [("offsets.hip", "narrowed_copy", 2), ("offsets_wide.hip", "wide_copy", 0)] {
+    assert!(checked.toolchain().contains("static checks by "), "{}", checked.toolchain());
+    for (file, kernel, findings, state) in
+        [("offsets.hip", "narrowed_copy", 2, 0), ("offsets_wide.hip", "wide_copy", 0, 0), ("state.hip", "counted", 0, 2)]
+    {
         let display_path = format!("src/backend/host/test_kernels/{file}");
         let source =
             KernelSource { path: root().join(&display_path), display_path, kernels: vec![kernel.to_string()], include_dirs: vec![] };
@@ -500,6 +502,11 @@ fn static_checks_ride_on_every_launch_of_a_wrapped_backend() {
         assert_eq!(narrow.len(), findings, "{kernel}: {narrow:#?}");
         for f in narrow {
             assert!(f.message.starts_with("src/backend/host/test_kernels/offsets.hip:4: "), "{f:#?}");
+        }
+        let module_state: Vec<_> = report.findings.iter().filter(|f| f.kind == MemoryFindingKind::ModuleState).collect();
+        assert_eq!(module_state.len(), state, "{kernel}: {module_state:#?}");
+        for f in module_state {
+            assert!(f.message.starts_with("src/backend/host/test_kernels/state.hip:4: `launches` "), "{f:#?}");
         }
     }
 }
@@ -642,4 +649,50 @@ fn fast_division_sine_and_rsqrt_err_as_the_hardware_does() {
     assert!(fast_math(9, &[4.0])[0] > 31.9 && fast_math(9, &[-4.0])[0].is_nan());
     let sum = fast_math(10, &[0.5])[0] as f64;
     assert!((sum - (0.5f64.sin() + 0.5f64.cos())).abs() < 1e-6);
+}
+
+/// The module-state findings of one launch of `kernel` in `file` (x and y of 64 floats).
+fn state_findings(file: &str, kernel: &str) -> Vec<crate::backend::MemoryFinding> {
+    use crate::backend::MemoryFindingKind;
+    let backend = backend_with(1);
+    let m = module(&backend, file, &[kernel]);
+    let x = tensor(&backend, DType::F32, &[1.0f32; 64]);
+    let y = tensor(&backend, DType::F32, &[0.0f32; 64]);
+    let report = m.launch(kernel, dims(1, 64), Schedule::default(), &[ptr(&x), ptr(&y), KernelArg::I32(64)]).unwrap();
+    report.findings.into_iter().filter(|f| f.kind == MemoryFindingKind::ModuleState).collect()
+}
+
+#[test]
+fn writable_module_scope_storage_is_a_static_finding_named_with_its_line() {
+    let found = state_findings("state.hip", "counted");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!((found[0].subject.as_str(), found[0].count), ("kernel", 2));
+    assert_eq!(
+        found[0].message,
+        "src/backend/host/test_kernels/state.hip:4: `launches` (`__device__ unsigned launches;`) is writable module-scope \
+         storage: it keeps its value from one launch to the next, so a result can change after any number of launches, \
+         which no test run certifies (pass it as an argument, keep it in `__shared__` memory, or make it `const` or \
+         `__constant__`) (and 1 more such objects)"
+    );
+    let lint = backend_with(1).build(&test_source("state.hip", "counted")).unwrap().lint;
+    assert!(
+        lint.state[1].starts_with("src/backend/host/test_kernels/state.hip:7: `calls_so_far()::calls` (`static int calls = 0;`)"),
+        "{lint:#?}"
+    );
+    assert_eq!(lint.offsets, Vec::<String>::new());
+}
+
+#[test]
+fn constant_and_const_tables_are_no_module_state() {
+    assert_eq!(state_findings("state_free.hip", "tabled"), vec![]);
+}
+
+fn test_source(file: &str, kernel: &str) -> KernelSource {
+    let display_path = format!("src/backend/host/test_kernels/{file}");
+    KernelSource {
+        path: root().join(&display_path),
+        display_path,
+        kernels: vec![kernel.to_string()],
+        include_dirs: vec![root().join("kernels")],
+    }
 }
