@@ -136,14 +136,13 @@ static __forceinline__ float sfu_absolute(double exact, unsigned key, double err
 // ex2.approx.ftz.f32: 2 ulp (CUDA's exp2f bound).
 static __forceinline__ float ex2_approx(float t) {
   t = ftz(t);
-  if (t != t) return t;
+  if (t != t) return t + t;
   return ftz(sfu_ulps(exp2((double)t), __float_as_uint(t), 2));
 }
 // lg2.approx.ftz.f32: an absolute error of 2^-22 for x in [0.5, 2], else 2 ulp (__log2f's bounds).
 static __forceinline__ float lg2_approx(float x) {
   x = ftz(x);
-  if (x != x || x < 0.0f) return __builtin_nanf("");
-  if (x == 0.0f) return -__builtin_inff();
+  if (!(x > 0.0f) || x == __builtin_inff()) return (float)log2((double)x);   // NaN, a negative, 0, +inf
   double exact = log2((double)x);
   if (x >= 0.5f && x <= 2.0f) return sfu_absolute(exact, __float_as_uint(x), 0x1p-22);
   return sfu_ulps(exact, __float_as_uint(x), 2);
@@ -153,12 +152,12 @@ static __forceinline__ float lg2_approx(float x) {
 // (sine) or 2^-21.19 (cosine), the bounds CUDA gives for x in [-pi, pi].
 static __forceinline__ float sin_approx(float x) {
   float turns = ftz(ftz(x) * 0.159154943f);
-  if (!__builtin_isfinite(turns)) return __builtin_nanf("");
+  if (!__builtin_isfinite(turns)) return turns - turns;   // NaN for NaN and the infinities
   return ftz(sfu_absolute(sin(6.283185307179586 * (double)turns), __float_as_uint(x), 0x1.8p-22));
 }
 static __forceinline__ float cos_approx(float x) {
   float turns = ftz(ftz(x) * 0.159154943f);
-  if (!__builtin_isfinite(turns)) return __builtin_nanf("");
+  if (!__builtin_isfinite(turns)) return turns - turns;
   return ftz(sfu_absolute(cos(6.283185307179586 * (double)turns), __float_as_uint(x) ^ 0x5bd1e995u, 0x1.cp-22));
 }
 // rcp.approx.ftz.f32: 1 ulp.
@@ -195,8 +194,7 @@ static __forceinline__ float simt_fast_fdividef(float x, float y) { return simt:
 #define __fdividef simt_fast_fdividef
 // rsqrtf is NVIDIA's rsqrt.approx.f32 (no flush): 2 ulp.
 static __forceinline__ float rsqrtf(float x) {
-  if (x != x || x < 0.0f) return __builtin_nanf("");
-  if (x == 0.0f) return copysignf(__builtin_inff(), x);
+  if (!(x > 0.0f) || x == __builtin_inff()) return 1.0f / sqrtf(x);   // NaN, a negative, +-0, +inf: as IEEE says
   return simt::sfu_ulps(1.0 / sqrt((double)x), __float_as_uint(x), 2);
 }
 // The correctly rounded ones stay correctly rounded (__frsqrt_rn through double: rounding the
