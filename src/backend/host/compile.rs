@@ -105,7 +105,7 @@ const FLAGS: &[&str] =
 
 /// Part of every cache key: what the build does beyond its flags (the `__shared__` rewrite,
 /// the line tables' folder). Change it whenever either changes.
-const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1, narrow-offsets-2, implicit-narrowing-2, module-state-1";
+const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1, narrow-offsets-3, implicit-narrowing-2, module-state-1";
 
 #[derive(Clone, Debug)]
 pub struct HostCompiler {
