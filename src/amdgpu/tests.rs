@@ -98,7 +98,11 @@ fn every_kernel_control_and_test_kernel_builds_for_gfx1201() {
     let Some(clang) = clang() else { return };
     let mut files = hip_files("kernels");
     files.extend(hip_files("controls"));
-    files.extend(hip_files("src/backend/host/test_kernels"));
+    // a test kernel of the host's own emulation says so on its first line, and may call what
+    // the gfx1201 prelude refuses (sinf)
+    let host_only =
+        |file: &String| fs::read_to_string(root().join(file)).is_ok_and(|t| t.lines().next().is_some_and(|l| l.contains("(host only")));
+    files.extend(hip_files("src/backend/host/test_kernels").into_iter().filter(|f| !host_only(f)));
     assert!(files.len() >= 12, "{files:?}");
     let mut rows = Vec::new();
     for file in &files {

@@ -167,6 +167,12 @@ pub enum MemoryFindingKind {
     NarrowOffset,
     /// Two threads' accesses to the same shared byte in one barrier interval, one a write.
     SharedRace,
+    /// Writable module-scope storage of kernel code: it keeps its value between launches
+    /// (the host build's static check).
+    ModuleState,
+    /// An N-byte load or store of a tensor or shared memory at an address that is not a
+    /// multiple of N: a GPU faults on it, x86 does not (host backend).
+    Misaligned,
 }
 
 /// One kind of wrong access: the first one seen, in words (tensor or array, element, source

@@ -1,7 +1,7 @@
 // HIP's hip/hip_runtime.h for the backends without ROCm. The backend's prelude already gives
 // the kernel dialect (threadIdx and friends, __syncthreads, shuffles, atomics, the float
 // math, __launch_bounds__, warpSize); this adds what kernels of other engines use beyond it:
-// the vector types, bit counting, the intrinsics spelled with their rounding, __ldg, the
+// the vector types, bit counting, __ldg, the
 // nontemporal builtins, and the host-side names a library's launcher in the same file needs
 // to compile (the harness launches kernels itself, from the contract's [kernel]: a launcher
 // is compiled, never called).
@@ -10,21 +10,14 @@
 #include "hip_vector_types.h"
 
 #if !defined(KC_HIP_NVRTC)
-// CUDA has these built in; HIP's headers define them over the compiler's builtins
+// CUDA has these built in; HIP's headers define them over the compiler's builtins (the fast
+// and the rounding-spelled float intrinsics are every prelude's own)
 KC_HIP_FN int __popc(unsigned x) { return __builtin_popcount(x); }
 KC_HIP_FN int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 KC_HIP_FN int __ffs(int x) { return __builtin_ffs(x); }
 KC_HIP_FN int __ffsll(long long x) { return __builtin_ffsll(x); }
 KC_HIP_FN int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 KC_HIP_FN int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-KC_HIP_FN float __fdividef(float a, float b) { return a / b; }
-KC_HIP_FN float __fadd_rn(float a, float b) { return a + b; }
-KC_HIP_FN float __fsub_rn(float a, float b) { return a - b; }
-KC_HIP_FN float __fmul_rn(float a, float b) { return a * b; }
-KC_HIP_FN float __fdiv_rn(float a, float b) { return a / b; }
-KC_HIP_FN float __frcp_rn(float a) { return 1.0f / a; }
-KC_HIP_FN float __fsqrt_rn(float a) { return __kc_sqrtf(a); }
-KC_HIP_FN float __fmaf_rn(float a, float b, float c) { return __kc_fmaf(a, b, c); }
 template <class T>
 KC_HIP_FN T __ldg(const T* p) {
   return *p;

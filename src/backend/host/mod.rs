@@ -12,6 +12,7 @@ mod lint;
 pub mod reference;
 mod runtime;
 mod shared_decls;
+mod state;
 #[cfg(test)]
 mod tests;
 
@@ -19,7 +20,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-pub use compile::{BuildMode, Built, CoverageNotes, GCOV_STRIP_ALL, HostCompiler};
+pub use compile::{BuildMode, Built, CoverageNotes, GCOV_STRIP_ALL, HostCompiler, StaticFindings};
 pub use runtime::worker_count;
 
 use crate::EngineError;

@@ -8,7 +8,7 @@
 // x[i] converted each way, as bits
 extern "C" __global__ void conversions(const float* x, int n, unsigned short* f16, unsigned short* f16_rz, unsigned short* bf16,
                                        unsigned short* hip_bf16) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= n) return;
   f16[i] = __half_as_ushort(__float2half(x[i]));
   f16_rz[i] = __half_as_ushort(__float2half_rz(x[i]));
@@ -20,7 +20,7 @@ extern "C" __global__ void conversions(const float* x, int n, unsigned short* f1
 // product of (a, c) and (b, a) added to c
 extern "C" __global__ void half_ops(const unsigned short* a, const unsigned short* b, const unsigned short* c, int n,
                                     unsigned short* out, float* dot) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= n) return;
   __half x = __ushort_as_half(a[i]), y = __ushort_as_half(b[i]), z = __ushort_as_half(c[i]);
   __half2 sum = __hadd2(__halves2half2(x, y), __halves2half2(y, z));
@@ -36,7 +36,7 @@ extern "C" __global__ void half_ops(const unsigned short* a, const unsigned shor
 template <class T, int N>
 __global__ void scale(const T* x, T* y, int n) {
   __shared__ alignas(16) T tile[64];
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   tile[threadIdx.x] = i < n ? x[i] : T(0);
   __syncthreads();
   if (i < n) y[i] = T((float)tile[threadIdx.x] * (float)N);
