@@ -17,7 +17,7 @@ use crate::contract::{Case, Contract, ContractError, Control, Finding, KERNEL_TE
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
-use crate::inputs::tensor_seed;
+use crate::inputs::{Planting, Sites, tensor_seed};
 use crate::limits::{self, LimitsReport};
 use crate::oracle::OracleInput;
 use crate::phases::{Lap, Phases};
@@ -63,16 +63,42 @@ pub const DEFAULT_BUILD_TIMEOUT_SECONDS: u64 = 900;
 
 pub const DEFAULT_SEED: u64 = 0x6b65_726e_656c;
 
-/// A case's planted copy (NaN and infinities in every float input, gate 1) runs when all of
-/// its tensors together hold at most this many elements: the edges it plants sit in the
-/// first, the last and one seeded element, which small cases reach as well as large ones.
+/// A case's planted copies (NaN and infinities in its float inputs, gate 1) run when all of
+/// its tensors together hold at most this many elements: what they plant (a NaN in most rows,
+/// the infinities at the last and one seeded element) small cases reach as well as large ones.
 pub const NONFINITE_CASE_ELEMENTS: usize = 1 << 16;
 
-/// Which inputs a case runs on: the contract's, or its copy with non-finite values planted.
+/// Which inputs a case runs on: the contract's, or a copy with non-finite values planted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Inputs {
     AsGenerated,
-    NonFinitePlanted,
+    Planted(Planting),
+}
+
+/// Gate 1's planted copies of one case of a record: every float input at once, then, where
+/// there are several, each alone (`index` and the run's `seed` give its values' seed).
+fn plantings(contract: &Contract, record: &Record, seed: u64, index: usize) -> Vec<Inputs> {
+    let floats: Vec<&'static str> =
+        contract.op.tensors.iter().filter(|t| t.role == Role::Input && record.dtypes[t.name].is_float()).map(|t| t.name).collect();
+    let alone = floats.iter().filter(|_| floats.len() > 1);
+    let alone = alone.map(|&tensor| Planting::Alone { tensor, seed: tensor_seed(seed, contract.op.name, tensor, index) });
+    let together = Planting::Together { seed: tensor_seed(seed, contract.op.name, "", index) };
+    std::iter::once(together).chain(alone).map(Inputs::Planted).collect()
+}
+
+/// How a failure names a planted copy of a case.
+fn planted_text(planting: Planting) -> String {
+    match planting {
+        Planting::Together { .. } => "with NaN and infinities planted".to_string(),
+        Planting::Alone { tensor, .. } => format!("with NaN and infinities planted in {tensor} alone"),
+    }
+}
+
+/// An input's place among its op's float inputs: planted together, inputs of even and odd
+/// places hold infinities of opposite signs at their last element.
+fn float_ordinal(contract: &Contract, tensor: &str) -> usize {
+    let floats = contract.op.tensors.iter().filter(|t| t.role == Role::Input && t.dtypes.iter().all(|d| d.is_float()));
+    floats.take_while(|t| t.name != tensor).count()
 }
 
 /// The cases whose planted copies run: every small one, else the smallest; never a GPU-only one.
@@ -681,8 +707,20 @@ pub(crate) fn generate_input(
     inputs: Inputs,
 ) -> Result<Vec<u8>, String> {
     let spec = &contract.inputs[tensor];
-    let spec = if inputs == Inputs::NonFinitePlanted && dtype.is_float() { spec.with_nonfinite() } else { spec.clone() };
-    spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("inputs.{tensor}: {e}"))
+    let mut bytes = spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("inputs.{tensor}: {e}"))?;
+    if let Inputs::Planted(planting) = inputs
+        && dtype.is_float()
+    {
+        let sites = |name: &str, seed: u64| Sites::of_shape(&case.shapes[name], seed, float_ordinal(contract, name));
+        match planting {
+            Planting::Alone { tensor: planted, seed: its_seed } if planted != tensor => {
+                sites(planted, its_seed).zero_facing(&case.shapes[planted], &case.shapes[tensor], dtype, &mut bytes)
+            }
+            Planting::Together { seed: shared } => sites(tensor, shared).plant(dtype, &mut bytes),
+            Planting::Alone { .. } => sites(tensor, seed).plant(dtype, &mut bytes),
+        }
+    }
+    Ok(bytes)
 }
 
 pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
@@ -825,7 +863,8 @@ pub(crate) fn run_record(
         .filter(|i| case_runs(&contract.cases[*i], &arch, control.is_some()))
         .map(|i| (i, Inputs::AsGenerated))
         .collect();
-    let planted = nonfinite_cases(contract).into_iter().map(|i| (i, Inputs::NonFinitePlanted));
+    let seed = context.settings.seed;
+    let planted = nonfinite_cases(contract).into_iter().flat_map(|i| plantings(contract, record, seed, i).into_iter().map(move |p| (i, p)));
     match module {
         Err(e) => result.error = Some(e.clone()),
         Ok(module) => {
@@ -833,7 +872,7 @@ pub(crate) fn run_record(
                 let case = &contract.cases[index];
                 let described = match variant {
                     Inputs::AsGenerated => case.describe(contract.op),
-                    Inputs::NonFinitePlanted => format!("{} with NaN and infinities planted", case.describe(contract.op)),
+                    Inputs::Planted(planting) => format!("{} {}", case.describe(contract.op), planted_text(planting)),
                 };
                 if let Some(on_case) = context.on_case {
                     on_case(&described);
@@ -843,7 +882,7 @@ pub(crate) fn run_record(
                         result.phases.add(&case_report.phases);
                         match variant {
                             Inputs::AsGenerated => result.cases.push(case_report),
-                            Inputs::NonFinitePlanted => result.nonfinite_cases.push(case_report),
+                            Inputs::Planted(_) => result.nonfinite_cases.push(case_report),
                         }
                         add_failures(&mut result, index, &described, failures);
                     }
@@ -1220,12 +1259,12 @@ fn run_case(
             }
             // planted: gate 1 holds the outputs to the policy; the values of an unspecified
             // policy are not compared, but its launches still repeat and keep inside their tensors
-            (Inputs::NonFinitePlanted, NonfinitePolicy::Propagate | NonfinitePolicy::Ignore) => {
+            (Inputs::Planted(_), NonfinitePolicy::Propagate | NonfinitePolicy::Ignore) => {
                 if let Some(f) = failure {
                     failures.push((Gate::Nonfinite, name.to_string(), f));
                 }
             }
-            (Inputs::NonFinitePlanted, NonfinitePolicy::Unspecified(_)) => {}
+            (Inputs::Planted(_), NonfinitePolicy::Unspecified(_)) => {}
         }
         report.outputs.insert(name.to_string(), metrics);
     }
