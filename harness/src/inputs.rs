@@ -649,7 +649,7 @@ mod tests {
     const GOLDEN_UNIFORM_BF16_BYTES: [u8; 8] = [226, 190, 247, 191, 205, 63, 170, 62];
     const GOLDEN_IDS: [i32; 4] = [682, 750, 265, 784];
     const GOLDEN_TENSOR_SEED: u64 = 16434049013277771555;
-    const GOLDEN_SPECIALS_BF16: [(usize, u16); 4] = [(2, 0x3f81), (18, 0x33d7), (28, 0x3f81), (38, 0x007f)];
+    const GOLDEN_SPECIALS_BF16: [(usize, u16); 4] = [(2, 0x0000), (16, 0x33d7), (28, 0xb3d7), (37, 0x8000)];
     const GOLDEN_MODIFIED_F32_BITS: [u32; 12] = [
         0x7fffffff, 0xff800000, 0x7f7f02c2, 0xff795f78, 0x3f6d6188, 0x40921cda, 0xc026335e, 0x401c429a, 0xbeae9947, 0x3e82f6f8, 0xbfb26e58,
         0x7f800000,

@@ -65,29 +65,45 @@ fn per_row(len: usize) -> usize {
     len.div_ceil(ROW_ELEMENTS_PER_SPECIAL).min(PER_ROW)
 }
 
-/// Plants the special values. Row r's slots split it into equal parts, one column drawn in
-/// each from a stream of the row's length and index alone; an even slot's kind comes from
-/// that stream too (so two inputs of one shape hold the same kind there: -0 meets +0, a
-/// subnormal meets a subnormal), an odd slot's from the tensor's own `stream`, and every
-/// sign from the tensor's own stream. `scale` is the generator's (its standard deviation,
-/// its largest magnitude).
+/// Plants the special values. Row r's slots split it into equal parts, one column in each.
+/// An even slot's column and kind depend on its place alone (a stream of the row's length and
+/// index), so two inputs of one shape hold the same kind there: every other one is a zero
+/// (with seeded signs, -0 meets +0 in a quarter of them), the rest cycle through the other
+/// kinds (a subnormal meets a subnormal). An odd slot's column comes from the tensor's own
+/// `stream`, so it faces the other inputs' ordinary values, and its kind cycles through every
+/// kind from a place that stream draws; every sign comes from that stream too. Rows under
+/// `ROW_ELEMENTS_PER_SPECIAL` elements (a vector's rows are single elements) are taken together
+/// as one, so that no input is mostly special values. `scale` is the generator's (its standard
+/// deviation, its largest magnitude).
 pub(super) fn plant(t: &mut Elements, scale: f64, stream: &mut SeededStream) {
-    let len = t.row_len();
+    let (rows, len) = if t.row_len() < ROW_ELEMENTS_PER_SPECIAL { (1, t.len()) } else { (t.rows, t.row_len()) };
     if len == 0 {
         return;
     }
     let slots = per_row(len);
-    for row in 0..t.rows {
+    let shared_per_row = slots.div_ceil(2);
+    let (start, mut own) = (stream.next_int(0, KINDS.len() as i64) as usize, 0);
+    for row in 0..rows {
         let mut places = SeededStream::new(PLACES ^ (len as u64).rotate_left(32) ^ row as u64);
         for slot in 0..slots {
-            let (start, end) = (slot * len / slots, (slot + 1) * len / slots);
-            let column = places.next_int(start as i64, end as i64) as usize;
-            let shared = places.next_int(0, KINDS.len() as i64) as usize;
-            let kind = KINDS[if slot % 2 == 0 { shared } else { stream.next_int(0, KINDS.len() as i64) as usize }];
+            let (first, end) = (slot * len / slots, (slot + 1) * len / slots);
+            let shared_column = places.next_int(first as i64, end as i64) as usize;
+            let (column, kind) = if slot % 2 == 0 {
+                (shared_column, shared_kind(row * shared_per_row + slot / 2, len))
+            } else {
+                own += 1;
+                (stream.next_int(first as i64, end as i64) as usize, KINDS[(start + own) % KINDS.len()])
+            };
             let sign = if stream.next_u64() & 1 == 0 { 1.0 } else { -1.0 };
             t.set(row * len + column, sign * kind.magnitude(t.dtype, scale));
         }
     }
+}
+
+/// The kind of the `place`-th shared slot of a tensor with rows of `len`: zeros and, between
+/// them, the other kinds in turn from a place of the length's.
+fn shared_kind(place: usize, len: usize) -> Kind {
+    if place % 2 == 0 { Kind::Zero } else { KINDS[1 + (place / 2 + len) % (KINDS.len() - 1)] }
 }
 
 #[cfg(test)]
@@ -117,6 +133,10 @@ mod tests {
             }
         }
         assert_eq!((per_row(1), per_row(16), per_row(17), per_row(4096)), (1, 1, 2, 4));
+        // a vector's rows are single elements: it is taken as one row, not made all special
+        let plain = values("normal(1, 0.25) | no_specials(the generator's values alone)", DType::F32, &[8192], 3);
+        let planted = values("normal(1, 0.25)", DType::F32, &[8192], 3);
+        assert_eq!(plain.iter().zip(&planted).filter(|(a, b)| a.to_bits() != b.to_bits()).count(), per_row(8192));
     }
 
     #[test]
