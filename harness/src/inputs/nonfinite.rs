@@ -72,7 +72,7 @@ impl Sites {
         if n == 0 {
             return sites;
         }
-        let (last, positive) = (n - 1, ordinal % 2 == 0);
+        let (last, positive) = (n - 1, ordinal.is_multiple_of(2));
         let mut infinity_rows = vec![rows - 1];
         if n > 2 {
             let between = super::SeededStream::new(seed).next_int(1, last as i64) as usize;

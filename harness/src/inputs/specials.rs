@@ -103,7 +103,7 @@ pub(super) fn plant(t: &mut Elements, scale: f64, stream: &mut SeededStream) {
 /// The kind of the `place`-th shared slot of a tensor with rows of `len`: zeros and, between
 /// them, the other kinds in turn from a place of the length's.
 fn shared_kind(place: usize, len: usize) -> Kind {
-    if place % 2 == 0 { Kind::Zero } else { KINDS[1 + (place / 2 + len) % (KINDS.len() - 1)] }
+    if place.is_multiple_of(2) { Kind::Zero } else { KINDS[1 + (place / 2 + len) % (KINDS.len() - 1)] }
 }
 
 #[cfg(test)]
