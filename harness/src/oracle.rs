@@ -107,7 +107,7 @@ fn sum_partials(x: &OracleInput) -> Result<Outputs, String> {
         let m = &maxima[r * tiles..(r + 1) * tiles];
         let l = &sums[r * tiles..(r + 1) * tiles];
         let global = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let weights: Vec<f64> = m.iter().map(|v| (v - global).exp()).collect();
+        let weights: Vec<f64> = m.iter().map(|v| f32_weight((v - global).exp())).collect();
         let denominator: f64 = weights.iter().zip(l).map(|(w, s)| w * s).sum();
         for j in 0..d {
             let numerator: f64 = (0..tiles).map(|t| weights[t] * partials[(r * tiles + t) * d + j]).sum();
@@ -115,6 +115,14 @@ fn sum_partials(x: &OracleInput) -> Result<Outputs, String> {
         }
     }
     Ok([("out".to_string(), out)].into())
+}
+
+/// A tile's weight exp(m_t - M) as the f32 value the combine holds: a weight under f32's
+/// range is 0 there, and 0 times an infinite partial or tile sum is NaN, where the f64 weight
+/// (1e-50, say) would make it that infinity. Finite outputs move by at most one f32 rounding
+/// per weight, which the tolerance's expf term already counts.
+fn f32_weight(weight: f64) -> f64 {
+    weight as f32 as f64
 }
 
 /// scores[r, key] = scale * sum_i q[r, i] k_cache[key, i]
@@ -414,7 +422,19 @@ mod tests {
             &[("partials", vec![10.0, 20.0]), ("tile_max", vec![0., -1.]), ("tile_sum", vec![1., 1.])],
         );
         let want = (10.0 + (-1f64).exp() * 20.0) / (1.0 + (-1f64).exp());
-        assert!((out["out"][0] - want).abs() < 1e-12);
+        assert!((out["out"][0] - want).abs() < 1e-6 * want, "the weights are f32 values: {} {want}", out["out"][0]);
+    }
+
+    #[test]
+    fn a_weight_under_f32s_range_times_an_infinity_is_nan_as_in_f32() {
+        // tile 1's weight e^-200 is 0 in f32: 0 * -inf is NaN there, not -inf
+        let out = run(
+            "sum_partials",
+            &[("rows", 1), ("tiles", 2), ("d", 2)],
+            &[("partials", vec![1.0, 2.0, f64::NEG_INFINITY, 3.0]), ("tile_max", vec![200., 0.]), ("tile_sum", vec![1., 1.])],
+        );
+        assert!(out["out"][0].is_nan(), "{:?}", out["out"]);
+        assert_eq!(out["out"][1], 2.0);
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use crate::events::{CaseData, CaseDone, CaseWatcher, TensorData};
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
-use crate::inputs::tensor_seed;
+use crate::inputs::{Planting, Sites, tensor_seed};
 use crate::limits::{self, LimitsReport};
 use crate::phases::{Lap, Phases};
 use rayon::prelude::*;
@@ -80,16 +80,42 @@ pub const DEFAULT_BUILD_TIMEOUT_SECONDS: u64 = 900;
 
 pub const DEFAULT_SEED: u64 = 0x6b65_726e_656c;
 
-/// A case's planted copy (NaN and infinities in every float input, gate 1) runs when all of
-/// its tensors together hold at most this many elements: the edges it plants sit in the
-/// first, the last and one seeded element, which small cases reach as well as large ones.
+/// A case's planted copies (NaN and infinities in its float inputs, gate 1) run when all of
+/// its tensors together hold at most this many elements: what they plant (a NaN in most rows,
+/// the infinities at the last and one seeded element) small cases reach as well as large ones.
 pub const NONFINITE_CASE_ELEMENTS: usize = 1 << 16;
 
-/// Which inputs a case runs on: the contract's, or its copy with non-finite values planted.
+/// Which inputs a case runs on: the contract's, or a copy with non-finite values planted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Inputs {
     AsGenerated,
-    NonFinitePlanted,
+    Planted(Planting),
+}
+
+/// Gate 1's planted copies of one case of a record: every float input at once, then, where
+/// there are several, each alone (`index` and the run's `seed` give its values' seed).
+fn plantings(contract: &Contract, record: &Record, seed: u64, index: usize) -> Vec<Inputs> {
+    let floats: Vec<&'static str> =
+        contract.op.tensors.iter().filter(|t| t.role == Role::Input && record.dtypes[t.name].is_float()).map(|t| t.name).collect();
+    let alone = floats.iter().filter(|_| floats.len() > 1);
+    let alone = alone.map(|&tensor| Planting::Alone { tensor, seed: tensor_seed(seed, contract.op.name, tensor, index) });
+    let together = Planting::Together { seed: tensor_seed(seed, contract.op.name, "", index) };
+    std::iter::once(together).chain(alone).map(Inputs::Planted).collect()
+}
+
+/// How a failure names a planted copy of a case.
+fn planted_text(planting: Planting) -> String {
+    match planting {
+        Planting::Together { .. } => "with NaN and infinities planted".to_string(),
+        Planting::Alone { tensor, .. } => format!("with NaN and infinities planted in {tensor} alone"),
+    }
+}
+
+/// An input's place among its op's float inputs: planted together, inputs of even and odd
+/// places hold infinities of opposite signs at their last element.
+fn float_ordinal(contract: &Contract, tensor: &str) -> usize {
+    let floats = contract.op.tensors.iter().filter(|t| t.role == Role::Input && t.dtypes.iter().all(|d| d.is_float()));
+    floats.take_while(|t| t.name != tensor).count()
 }
 
 /// The cases whose planted copies run: every small one, else the smallest; never a GPU-only one.
@@ -776,10 +802,22 @@ pub(crate) fn generate_input(
 ) -> Result<Vec<u8>, String> {
     let dtype = record.dtypes[tensor];
     let spec = input_spec(contract, record, tensor);
-    let spec = if inputs == Inputs::NonFinitePlanted && dtype.is_float() { spec.with_nonfinite() } else { spec.clone() };
     let key =
         if record.inputs.contains_key(tensor) { format!("record `{}` inputs.{tensor}", record.name) } else { format!("inputs.{tensor}") };
-    spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("{key}: {e}"))
+    let mut bytes = spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("{key}: {e}"))?;
+    if let Inputs::Planted(planting) = inputs
+        && dtype.is_float()
+    {
+        let sites = |name: &str, seed: u64| Sites::of_shape(&case.shapes[name], seed, float_ordinal(contract, name));
+        match planting {
+            Planting::Alone { tensor: planted, seed: its_seed } if planted != tensor => {
+                sites(planted, its_seed).zero_facing(&case.shapes[planted], &case.shapes[tensor], dtype, &mut bytes)
+            }
+            Planting::Together { seed: shared } => sites(tensor, shared).plant(dtype, &mut bytes),
+            Planting::Alone { .. } => sites(tensor, seed).plant(dtype, &mut bytes),
+        }
+    }
+    Ok(bytes)
 }
 
 pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
@@ -931,10 +969,11 @@ pub(crate) fn run_record(
         .map(|i| (i, Inputs::AsGenerated))
         .collect();
     let chosen = control.and_then(|c| c.cases.as_ref());
+    let seed = context.settings.seed;
     let planted = nonfinite_cases(contract)
         .into_iter()
         .filter(|i| chosen.is_none_or(|cases| cases.contains(i)) && context.settings.selects_case(*i))
-        .map(|i| (i, Inputs::NonFinitePlanted));
+        .flat_map(|i| plantings(contract, record, seed, i).into_iter().map(move |p| (i, p)));
     match module.as_ref().and_then(|m| loaded.checker.as_ref().map(|c| (m, c))) {
         Err(e) => result.error = Some(e.clone()),
         Ok((module, checker)) => {
@@ -942,7 +981,7 @@ pub(crate) fn run_record(
                 let case = &contract.cases[index];
                 let described = match variant {
                     Inputs::AsGenerated => case.describe(contract.op),
-                    Inputs::NonFinitePlanted => format!("{} with NaN and infinities planted", case.describe(contract.op)),
+                    Inputs::Planted(planting) => format!("{} {}", case.describe(contract.op), planted_text(planting)),
                 };
                 if let Some(on_case) = context.on_case {
                     on_case(&described);
@@ -954,7 +993,7 @@ pub(crate) fn run_record(
                         result.phases.add(&case_report.phases);
                         match variant {
                             Inputs::AsGenerated => result.cases.push(case_report),
-                            Inputs::NonFinitePlanted => result.nonfinite_cases.push(case_report),
+                            Inputs::Planted(_) => result.nonfinite_cases.push(case_report),
                         }
                         if let Some(watcher) = context.watcher {
                             watcher.case_finished(&CaseDone {
@@ -963,7 +1002,7 @@ pub(crate) fn run_record(
                                 control: control.map(|c| c.bug.clone()),
                                 case_index: index,
                                 case: described.clone(),
-                                planted: variant == Inputs::NonFinitePlanted,
+                                planted: matches!(variant, Inputs::Planted(_)),
                                 failures: failures.len(),
                             });
                         }
@@ -1342,7 +1381,7 @@ fn run_case(
             record: &record.name,
             control: whose.control.map(|c| c.bug.as_str()),
             case_index: index,
-            planted: variant == Inputs::NonFinitePlanted,
+            planted: matches!(variant, Inputs::Planted(_)),
             inputs: input_bytes
                 .iter()
                 .map(|(name, bytes)| TensorData { name, dtype: tensor(name).dtype, shape: &tensor(name).shape, bytes })
@@ -1395,7 +1434,7 @@ fn run_case(
             Some(bits) => checked::bits_differ(contract, dtype, shape, first, bits),
             None => failure,
         };
-        let judged = !matches!((variant, &contract.nonfinite), (Inputs::NonFinitePlanted, NonfinitePolicy::Unspecified(_)));
+        let judged = !matches!((variant, &contract.nonfinite), (Inputs::Planted(_), NonfinitePolicy::Unspecified(_)));
         if failure.is_some() && judged && whose.control.is_none() {
             let gate = if variant == Inputs::AsGenerated { Gate::Shapes } else { Gate::Nonfinite };
             let at = crate::triage::Site { gate, case_index: index, case: whose.described, tensor: name };
@@ -1412,12 +1451,12 @@ fn run_case(
             }
             // planted: gate 1 holds the outputs to the policy; the values of an unspecified
             // policy are not compared, but its launches still repeat and keep inside their tensors
-            (Inputs::NonFinitePlanted, NonfinitePolicy::Propagate | NonfinitePolicy::Ignore) => {
+            (Inputs::Planted(_), NonfinitePolicy::Propagate | NonfinitePolicy::Ignore) => {
                 if let Some(f) = failure {
                     failures.push((Gate::Nonfinite, name.to_string(), f));
                 }
             }
-            (Inputs::NonFinitePlanted, NonfinitePolicy::Unspecified(_)) => {}
+            (Inputs::Planted(_), NonfinitePolicy::Unspecified(_)) => {}
         }
         report.outputs.insert(name.to_string(), metrics);
     }

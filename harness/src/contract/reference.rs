@@ -256,6 +256,9 @@ x = "normal(0, 1)"
 [nonfinite]
 policy = "propagate"
 
+[seams]
+axis = "rows"
+
 [reference]
 {reference}
 "#

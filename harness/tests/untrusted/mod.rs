@@ -253,7 +253,8 @@ fn kernel(extra: &str, escaped: &Path) -> String {
     assert!(real.contains(store), "tf_add's store changed");
     let kernel = real.replace(
         store,
-        "tf_store(out, out_kind, i, tf_load(a, a_kind, i) + tf_load(b, b_kind, i) + (misbehave(i, out_kind) ? 1.0f : 0.0f));",
+        // adding 0.0f would turn a sum of -0 into +0, which gate 1's signed zeros see
+        "tf_store(out, out_kind, i, tf_load(a, a_kind, i) + tf_load(b, b_kind, i) + (misbehave(i, out_kind) ? 1.0f : -0.0f));",
     );
     let include = "#include \"common.h\"\n";
     kernel.replace(include, &format!("{include}{head}{extra}\n"))
