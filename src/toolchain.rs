@@ -1,6 +1,7 @@
 //! The toolchains beyond Rust and the host C++ compiler that the static paths and their
 //! tests need (NVRTC for sm_90, a clang with the AMDGPU target for gfx1201, Debian's ROCm
-//! 5.2 runtime for the hip no-device path), found the way the engine finds them, and the
+//! 5.2 runtime for the hip no-device path; xmllint and a headless Chromium for the reports'
+//! tests), found the way the engine finds them, and the
 //! one way a test says it could not run for lack of one. The README's test command
 //! (`cargo xtask test`) installs them first and fails when any test still reports not run.
 
@@ -22,6 +23,10 @@ pub enum Toolchain {
     AmdgpuClang,
     /// Debian's ROCm 5.2 HIP runtime (libamdhip64.so.5): the hip backend's no-device path.
     Rocm52Runtime,
+    /// libxml2's `xmllint` (Debian's libxml2-utils): the JUnit report's schema check.
+    Xmllint,
+    /// Debian's `chromium`, run headless: the triage page's browser check.
+    Chromium,
 }
 
 impl Toolchain {
@@ -30,6 +35,8 @@ impl Toolchain {
             Toolchain::Nvrtc => "NVRTC",
             Toolchain::AmdgpuClang => "clang with the AMDGPU target",
             Toolchain::Rocm52Runtime => "Debian's ROCm 5.2 HIP runtime (libamdhip64.so.5)",
+            Toolchain::Xmllint => "xmllint (libxml2-utils)",
+            Toolchain::Chromium => "Chromium (headless)",
         }
     }
 
@@ -39,7 +46,18 @@ impl Toolchain {
             Toolchain::Nvrtc => crate::backend::cuda::nvrtc::Nvrtc::discover().map(drop).map_err(|e| e.to_string()),
             Toolchain::AmdgpuClang => crate::amdgpu::HipClang::discover().map(drop).map_err(|e| e.to_string()),
             Toolchain::Rocm52Runtime => crate::backend::cuda::sys::Dylib::open("libamdhip64.so.5", false).map(drop),
+            Toolchain::Xmllint => runs("xmllint", "--version"),
+            Toolchain::Chromium => runs("chromium", "--version"),
         }
+    }
+}
+
+/// Ok when `program arg` starts and succeeds; otherwise why not.
+fn runs(program: &str, arg: &str) -> Result<(), String> {
+    match std::process::Command::new(program).arg(arg).output() {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!("`{program} {arg}` failed ({})", out.status)),
+        Err(e) => Err(format!("`{program} {arg}` did not start: {e}")),
     }
 }
 

@@ -15,12 +15,16 @@ use crate::confine::{Confinement, Escape};
 use crate::gate::{Fault, Gate, Planted};
 use crate::inputs::{Generator, InputSpec};
 use crate::limits::{self, Limits};
-use crate::oracle::{self, Oracle};
+use crate::oracle;
 use crate::tolerance::Tolerance;
 
 mod domain;
 mod kernel;
+mod paths;
+mod reference;
 use kernel::{RawKernel, RawTensor};
+pub use paths::ContractPath;
+pub use reference::{CppReference, KernelPlace, Reference, Replaced, params_for, signature};
 
 /// A tensor larger than this is refused before anything is allocated.
 pub const MAX_TENSOR_BYTES: usize = 1 << 30;
@@ -48,8 +52,13 @@ pub struct Contract {
     pub records: Vec<Record>,
     pub cases: Vec<Case>,
     pub inputs: BTreeMap<String, InputSpec>,
-    pub oracle_name: String,
-    pub oracle: Oracle,
+    /// What the outputs are checked against: a named oracle, a C++ function, or a kernel
+    /// this op's replaces bit for bit.
+    pub reference: Reference,
+    /// Where a data op's kernel and include folders are (none for a library op).
+    pub kernel: Option<KernelPlace>,
+    /// The folder the contract file lies in (paths written `./x` are found from there).
+    pub folder: PathBuf,
     pub findings: Vec<Finding>,
     /// `[limits.<arch>]`: recorded figures and budget per architecture.
     pub limits: BTreeMap<String, Limits>,
@@ -57,6 +66,64 @@ pub struct Contract {
     pub timeout_seconds: Option<u64>,
     /// `[nonfinite]`: what the op does with NaN and infinite inputs.
     pub nonfinite: NonfinitePolicy,
+    /// `[seams]` or `seams = "none: ..."`: whether a row's bytes may depend on how the batch
+    /// was cut (gate 5).
+    pub seams: Seams,
+}
+
+/// What a contract says about seams: the row axis gate 5 cuts along, or why its rows are not
+/// independent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Seams {
+    Rows(RowAxis),
+    /// `seams = "none: <reason>"`: the rows share an output (a cache every row writes), so a
+    /// row has no bytes of its own to compare.
+    None(String),
+}
+
+/// `[seams]`: the shape symbol that counts rows (the first dimension of every tensor that
+/// uses it), the cuts and the decode batches gate 5 runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowAxis {
+    pub axis: String,
+    /// `cuts = [..]`; when absent, each row alone, a prime and the op's own chunk.
+    pub cuts: Option<Vec<usize>>,
+    /// `batches = [..]`: each row must equal itself alone inside a batch of each size.
+    pub batches: Vec<usize>,
+}
+
+/// The prime cut of the default cuts: pieces that line up with no power-of-two blocking.
+pub const PRIME_CUT: usize = 7;
+
+/// The parameter that names an op's own row chunk (the pinned BLAS row count of
+/// `projection_bf16`): a default cut where a record gives it one above 0.
+pub const CHUNK_PARAM: &str = "chunk";
+
+impl Seams {
+    /// The row axis gate 5 cuts along, when the contract declares one.
+    pub fn axis(&self) -> Option<&RowAxis> {
+        match self {
+            Seams::Rows(axis) => Some(axis),
+            Seams::None(_) => None,
+        }
+    }
+}
+
+impl RowAxis {
+    /// The cut sizes for a record, smallest first: the contract's, else each row alone, a
+    /// prime and the record's chunk (its `chunk` parameter, where it has one above 0).
+    pub fn cuts_for(&self, record: &Record) -> Vec<usize> {
+        let mut cuts = match &self.cuts {
+            Some(cuts) => cuts.clone(),
+            None => {
+                let chunk = record.params.get(CHUNK_PARAM).filter(|c| **c >= 1.0).map(|c| *c as usize);
+                [1, PRIME_CUT].into_iter().chain(chunk).collect()
+            }
+        };
+        cuts.sort_unstable();
+        cuts.dedup();
+        cuts
+    }
 }
 
 /// What an op does with NaN and infinite inputs, as its contract states and gate 1 checks on
@@ -103,6 +170,9 @@ pub struct Record {
     pub tolerances: BTreeMap<String, Bound>,
     /// Every parameter of the op: the record's, else the contract's, else the op's default.
     pub params: BTreeMap<String, f64>,
+    /// The record's own input generators (`inputs = { x = "..." }`), in place of the
+    /// contract's for those tensors: a record whose sums must round, beside exact ones.
+    pub inputs: BTreeMap<String, InputSpec>,
 }
 
 #[derive(Clone, Debug)]
@@ -172,6 +242,8 @@ struct RawContract {
     limits: BTreeMap<String, Spanned<toml::Table>>,
     timeout_seconds: Option<Spanned<i64>>,
     nonfinite: Option<Spanned<RawNonfinite>>,
+    /// `[seams]` (a table) or `seams = "none: <reason>"` (a string).
+    seams: Option<Spanned<toml::Value>>,
     /// An op of its own, as data: how its kernel launches, and its tensors.
     kernel: Option<Spanned<RawKernel>>,
     tensors: Option<Spanned<BTreeMap<String, Spanned<RawTensor>>>>,
@@ -196,6 +268,23 @@ struct RawRecord {
     reason: Option<String>,
     #[serde(default)]
     params: BTreeMap<String, Spanned<f64>>,
+    #[serde(default)]
+    inputs: BTreeMap<String, Spanned<String>>,
+}
+
+/// The `[seams]` table, read in a second pass once `seams` is known to be a table (so its
+/// keys carry their lines).
+#[derive(Deserialize)]
+struct SeamsTableOnly {
+    seams: Spanned<RawSeams>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSeams {
+    axis: Spanned<String>,
+    cuts: Option<Spanned<Vec<Spanned<i64>>>>,
+    batches: Option<Spanned<Vec<Spanned<i64>>>>,
 }
 
 #[derive(Deserialize)]
@@ -210,8 +299,12 @@ type RawCase = Spanned<BTreeMap<String, Spanned<toml::Value>>>;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawReference {
-    oracle: Spanned<String>,
-    tolerance: Spanned<RawTolerance>,
+    oracle: Option<Spanned<String>>,
+    /// A C++ function: `ref/embed.cpp:embed_dense_ref`.
+    reference: Option<Spanned<String>>,
+    /// An op whose kernel this one must match bit for bit.
+    replaces: Option<Spanned<String>>,
+    tolerance: Option<Spanned<RawTolerance>>,
     reason: Option<String>,
 }
 
@@ -331,16 +424,28 @@ pub fn define_data_ops(dir: &Path) {
 
 impl Contract {
     pub fn load(path: &Path, display: &str) -> Result<Contract, ContractError> {
-        Contract::parse(display, &read_text(path, display)?)
+        Contract::parse_in(display, &read_text(path, display)?, &reference::folder_of(path))
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Contract, ContractError> {
+        Contract::parse_in(file, text, Path::new(""))
+    }
+
+    /// A contract whose file lies in `folder` (paths written `./x` are found from there).
+    pub fn parse_in(file: &str, text: &str, folder: &Path) -> Result<Contract, ContractError> {
         let source = Source { file, text };
         source.plain_text()?;
         let raw: RawContract = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
 
+        let mut place = None;
         let op = match (&raw.kernel, &raw.tensors) {
-            (Some(kernel), Some(tensors)) => kernel::data_op(&source, &raw, kernel, tensors)?,
+            (Some(kernel), Some(tensors)) => {
+                let (op, kernel_source, includes) = kernel::data_op(&source, &raw, kernel, tensors)?;
+                let found = KernelPlace { file: file.to_string(), folder: folder.to_path_buf(), source: kernel_source, includes };
+                reference::remember_place(op.name, found.clone());
+                place = Some(found);
+                op
+            }
             (Some(kernel), None) => {
                 return Err(source.error(kernel.span().start, "tensors", "a contract with [kernel] needs [tensors] too"));
             }
@@ -363,16 +468,19 @@ impl Contract {
         let tensor_names = || op.tensors.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
         let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
 
-        // the reference: oracle and the default tolerance of every output
-        let oracle = oracle::find(raw.reference.oracle.get_ref()).ok_or_else(|| {
-            source.error(
-                raw.reference.oracle.span().start,
-                "reference.oracle",
-                format!("unknown oracle `{}` (known: {})", raw.reference.oracle.get_ref(), oracle::names().join(", ")),
-            )
-        })?;
-        let default_tolerances =
-            tolerances(&source, "reference", &raw.reference.tolerance, raw.reference.reason.as_deref(), &outputs, None)?;
+        // the reference (an oracle, a C++ function, or the kernel this one replaces) and the
+        // default tolerance of every output: bit-equality for a replacement
+        let r = &raw.reference;
+        let named = reference::Named { oracle: r.oracle.as_ref(), reference: r.reference.as_ref(), replaces: r.replaces.as_ref() };
+        let reference_at = text.find("[reference]").unwrap_or(0);
+        let reference = reference::parse(&source, reference_at, named, op)?;
+        let exact = Spanned::new(reference_at..reference_at, RawTolerance::All("exact".into()));
+        let tolerance = match (&r.tolerance, &reference) {
+            (Some(t), _) => t,
+            (None, Reference::Replaces(_)) => &exact,
+            (None, _) => return Err(source.error(reference_at, "reference.tolerance", "missing field `tolerance`")),
+        };
+        let default_tolerances = tolerances(&source, "reference", tolerance, r.reason.as_deref(), &outputs, None)?;
 
         // records
         if raw.record.is_empty() {
@@ -473,7 +581,7 @@ impl Contract {
                     .check_dtypes(|t| dtypes.get(t).copied())
                     .map_err(|e| source.error(spanned.span().start, format!("{key}.dtypes"), format!("record `{name}`: {e}")))?;
             }
-            records.push(Record { name, dtypes, tolerances, params });
+            records.push(Record { name, dtypes, tolerances, params, inputs: BTreeMap::new() });
         }
 
         // shape cases: every symbol of the op given, nothing else, every shape positive and bounded
@@ -546,43 +654,28 @@ impl Contract {
             cases.push(Case { symbols, shapes: tensor_shapes, gpu_only });
         }
         requires_hold(&source, op, &records, &cases, raw.shapes.cases.get_ref())?;
+        reference_tolerances(&source, &reference, &records)?;
+        if let Reference::Replaces(replaced) = &reference {
+            let at = r.replaces.as_ref().map_or(0, |s| s.span().start);
+            reference::check_replaced(&source, at, replaced, &records, &cases)?;
+        }
         if cases.iter().all(|c| c.gpu_only.is_some()) {
             return Err(source.error(raw.shapes.cases.span().start, "shapes.cases", "every case is GPU-only: the host would run nothing"));
         }
 
-        // inputs: a generator for every input tensor, none for anything else
+        // inputs: a generator for every input tensor, none for anything else; a record may
+        // give some tensors generators of its own
         let mut inputs = BTreeMap::new();
         for (name, text) in raw.inputs.get_ref() {
-            let at = text.span().start;
-            let key = format!("inputs.{name}");
-            match op.tensor(name) {
-                Some(t) if t.role == Role::Input => {}
-                Some(_) => return Err(source.error(at, &key, format!("`{name}` is an output of {}, not an input", op.name))),
-                None => {
-                    return Err(source.error(at, &key, format!("op {} has no tensor `{name}` (its tensors: {})", op.name, tensor_names())));
-                }
-            }
-            let generator = InputSpec::parse(text.get_ref()).map_err(|e| source.error(at, &key, e))?;
-            if let Some(s) = generator.symbols().into_iter().find(|s| !op.symbols.contains(s)) {
-                return Err(source.error(at, &key, format!("undefined shape symbol `{s}`: op {} has {}", op.name, op.symbols.join(", "))));
-            }
-            for (i, case) in cases.iter().enumerate() {
-                if let Generator::Int { low, high } = &generator.generator {
-                    let range = low.evaluate(&case.symbols).and_then(|l| Ok((l, high.evaluate(&case.symbols)?)));
-                    let problem = match range {
-                        Ok((l, h)) if l < h && h.checked_sub(l).is_some() => continue,
-                        Ok((l, h)) if l < h => format!("int({l}, {h}) is wider than i64 holds (its width {h} - {l} overflows)"),
-                        Ok((l, h)) => format!("int({l}, {h}) is an empty range"),
-                        Err(e) => e,
-                    };
-                    let message = format!("`{}`: {problem} in shapes.cases[{i}] {}", text.get_ref(), case.describe(op));
-                    return Err(source.error(at, &key, message));
-                }
-            }
-            inputs.insert(name.clone(), generator);
+            inputs.insert(name.clone(), input_spec(&source, op, &cases, &format!("inputs.{name}"), name, text)?);
         }
         if let Some(missing) = op.tensors.iter().find(|t| t.role == Role::Input && !inputs.contains_key(t.name)) {
             return Err(source.error(raw.inputs.span().start, "inputs", format!("no generator for input tensor `{}`", missing.name)));
+        }
+        for (i, (record, spanned)) in records.iter_mut().zip(&raw.record).enumerate() {
+            for (name, text) in &spanned.get_ref().inputs {
+                record.inputs.insert(name.clone(), input_spec(&source, op, &cases, &format!("record[{i}].inputs.{name}"), name, text)?);
+            }
         }
 
         let mut findings = Vec::new();
@@ -596,11 +689,21 @@ impl Contract {
         }
 
         let timeout_seconds = raw.timeout_seconds.as_ref().map(|t| timeout(&source, t)).transpose()?;
-        let nonfinite = nonfinite_policy(&source, raw.nonfinite.as_ref(), raw.reference.oracle.get_ref())?;
+        let nonfinite = nonfinite_policy(&source, raw.nonfinite.as_ref(), &reference)?;
         domain::check(&source, op, &records, &cases, &written(&raw))?;
+        let seams = seams(&source, raw.seams.as_ref(), op)?;
+        if let (Seams::None(_), Some((i, f))) = (&seams, findings.iter().enumerate().find(|(_, f)| f.gate == Gate::Seams)) {
+            return Err(ContractError {
+                file: file.to_string(),
+                line: f.line,
+                key: format!("finding[{i}].gate"),
+                message: "a finding at gate seams in a contract whose seams are `none`: gate 5 never runs here".into(),
+            });
+        }
 
         Ok(Contract {
             nonfinite,
+            seams,
             file: file.to_string(),
             limits,
             timeout_seconds,
@@ -610,8 +713,9 @@ impl Contract {
             records,
             cases,
             inputs,
-            oracle_name: raw.reference.oracle.get_ref().clone(),
-            oracle,
+            reference,
+            kernel: place,
+            folder: folder.to_path_buf(),
             findings,
         })
     }
@@ -638,6 +742,30 @@ fn written(raw: &RawContract) -> domain::Written<'_> {
     }
 }
 
+/// What a reference asks of the tolerances: a replacement is bit-equal (`exact` only), and a
+/// C++ function's outputs bound no `atol` (the check of an atol against the outputs' size runs
+/// when contracts load, and a C++ function runs only in a record's process).
+fn reference_tolerances(source: &Source, reference: &Reference, records: &[Record]) -> Result<(), ContractError> {
+    for record in records {
+        for (output, bound) in &record.tolerances {
+            let refused = match (reference, &bound.tolerance) {
+                (Reference::Replaces(r), t) if *t != Tolerance::Exact => {
+                    Some(format!("`{t}` for `{output}`: a kernel that replaces `{}` matches its bits, `exact`", r.op.name))
+                }
+                (Reference::Cpp(_), Tolerance::Relative { atol, .. }) if *atol > 0.0 => Some(format!(
+                    "atol={atol:e} for `{output}`: a C++ reference runs only in a record's process, so an atol cannot be held to the \
+                     outputs' size when contracts load; bound it by rtol (atol=0) or ulp(N)"
+                )),
+                _ => None,
+            };
+            if let Some(message) = refused {
+                return Err(ContractError { file: source.file.to_string(), line: bound.line, key: bound.key.clone(), message });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Every case meets the conditions the op's kernel requires (`kernel.requires`), for every
 /// record's parameters: a case the launch would refuse is refused here, where it is written.
 fn requires_hold(source: &Source, op: &OpSpec, records: &[Record], cases: &[Case], raw: &[RawCase]) -> Result<(), ContractError> {
@@ -659,6 +787,43 @@ fn requires_hold(source: &Source, op: &OpSpec, records: &[Record], cases: &[Case
         }
     }
     Ok(())
+}
+
+/// One input tensor's generator at `key`: the tensor must be an input of the op, its shape
+/// symbols the op's, and an `int` range non-empty and within i64 in every case.
+fn input_spec(
+    source: &Source,
+    op: &OpSpec,
+    cases: &[Case],
+    key: &str,
+    name: &str,
+    text: &Spanned<String>,
+) -> Result<InputSpec, ContractError> {
+    let at = text.span().start;
+    let tensor_names = || op.tensors.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
+    match op.tensor(name) {
+        Some(t) if t.role == Role::Input => {}
+        Some(_) => return Err(source.error(at, key, format!("`{name}` is an output of {}, not an input", op.name))),
+        None => return Err(source.error(at, key, format!("op {} has no tensor `{name}` (its tensors: {})", op.name, tensor_names()))),
+    }
+    let generator = InputSpec::parse(text.get_ref()).map_err(|e| source.error(at, key, e))?;
+    if let Some(s) = generator.symbols().into_iter().find(|s| !op.symbols.contains(s)) {
+        return Err(source.error(at, key, format!("undefined shape symbol `{s}`: op {} has {}", op.name, op.symbols.join(", "))));
+    }
+    if let Generator::Int { low, high } = &generator.generator {
+        for (i, case) in cases.iter().enumerate() {
+            let range = low.evaluate(&case.symbols).and_then(|l| Ok((l, high.evaluate(&case.symbols)?)));
+            let problem = match range {
+                Ok((l, h)) if l < h && h.checked_sub(l).is_some() => continue,
+                Ok((l, h)) if l < h => format!("int({l}, {h}) is wider than i64 holds (its width {h} - {l} overflows)"),
+                Ok((l, h)) => format!("int({l}, {h}) is an empty range"),
+                Err(e) => e,
+            };
+            let message = format!("`{}`: {problem} in shapes.cases[{i}] {}", text.get_ref(), case.describe(op));
+            return Err(source.error(at, key, message));
+        }
+    }
+    Ok(generator)
 }
 
 /// One `[[finding]]`: it must name its tensor and a piece of the failure's message, and any
@@ -749,9 +914,98 @@ fn finding(
     })
 }
 
+/// `[seams]` (`axis`, optional `cuts` and `batches`) or `seams = "none: <reason>"`: every
+/// contract says one or the other. The axis must be a shape symbol that every tensor using it
+/// has as exactly its first dimension (the rows a cut slices), and every output must use it:
+/// an output without rows (a cache all rows write) has no row of its own to compare.
+fn seams(source: &Source, raw: Option<&Spanned<toml::Value>>, op: &OpSpec) -> Result<Seams, ContractError> {
+    let Some(raw) = raw else {
+        return Err(source.error(
+            0,
+            "seams",
+            "no statement on seams: add [seams] with the row axis (`axis = \"rows\"`), or `seams = \"none: <why the rows are not independent>\"`",
+        ));
+    };
+    let at = raw.span().start;
+    match raw.get_ref() {
+        toml::Value::String(text) => match text.strip_prefix("none:").map(str::trim) {
+            Some(reason) if !reason.is_empty() => Ok(Seams::None(reason.to_string())),
+            _ => Err(source.error(
+                at,
+                "seams",
+                format!("`{text}`: give the table [seams] with the row axis, or `none: <why the rows are not independent>`"),
+            )),
+        },
+        toml::Value::Table(_) => {
+            let table: SeamsTableOnly = toml::from_str(source.text).map_err(|e| source.toml_error(&e))?;
+            row_axis(source, table.seams.get_ref(), op).map(Seams::Rows)
+        }
+        other => Err(source.error(at, "seams", format!("`seams = {other}`: give the table [seams] or `seams = \"none: <reason>\"`"))),
+    }
+}
+
+/// The largest cut or batch `[seams]` takes: a piece of more rows than this is a whole batch
+/// of any case a host holds.
+pub const MAX_SEAM_ROWS: i64 = 1 << 16;
+
+fn row_axis(source: &Source, raw: &RawSeams, op: &OpSpec) -> Result<RowAxis, ContractError> {
+    let axis = raw.axis.get_ref().trim();
+    let at = raw.axis.span().start;
+    if !op.symbols.contains(&axis) {
+        return Err(source.error(
+            at,
+            "seams.axis",
+            format!("no shape symbol `{axis}` in op {} (its symbols: {})", op.name, op.symbols.join(", ")),
+        ));
+    }
+    for tensor in op.tensors {
+        let shape = ShapeExpr::parse(tensor.shape).expect("engine signature");
+        let first_is_axis = matches!(shape.dims.first(), Some(engine::shape_expr::Expr::Symbol(s)) if s == axis);
+        let elsewhere = shape.dims.iter().skip(1).any(|d| d.symbols().contains(&axis));
+        let uses = shape.symbols().contains(&axis);
+        if uses && (!first_is_axis || elsewhere) {
+            return Err(source.error(
+                at,
+                "seams.axis",
+                format!("tensor `{}` ({}) uses `{axis}` other than as exactly its first dimension: gate 5 cuts rows along the first dimension only", tensor.name, tensor.shape),
+            ));
+        }
+        if tensor.role == Role::Output && !uses {
+            return Err(source.error(
+                at,
+                "seams.axis",
+                format!(
+                    "output `{}` ({}) has no `{axis}` rows: every row writes the same output, so no row has bytes of its own; say `seams = \"none: <why>\"`",
+                    tensor.name, tensor.shape
+                ),
+            ));
+        }
+    }
+    let sizes = |list: &Option<Spanned<Vec<Spanned<i64>>>>, key: &str, least: i64| -> Result<Option<Vec<usize>>, ContractError> {
+        let Some(list) = list else { return Ok(None) };
+        if list.get_ref().is_empty() {
+            return Err(source.error(list.span().start, key, "an empty list: leave the key out for the default"));
+        }
+        list.get_ref()
+            .iter()
+            .map(|v| match *v.get_ref() {
+                n if (least..=MAX_SEAM_ROWS).contains(&n) => Ok(n as usize),
+                n => Err(source.error(v.span().start, key, format!("{n} rows: a size is {least} to {MAX_SEAM_ROWS}"))),
+            })
+            .collect::<Result<Vec<usize>, _>>()
+            .map(Some)
+    };
+    let cuts = sizes(&raw.cuts, "seams.cuts", 1)?;
+    // a batch of one row is the row alone: cut 1 already runs it
+    let mut batches = sizes(&raw.batches, "seams.batches", 2)?.unwrap_or_default();
+    batches.sort_unstable();
+    batches.dedup();
+    Ok(RowAxis { axis: axis.to_string(), cuts, batches })
+}
+
 /// `[nonfinite]`: `policy = "propagate"`, `"ignore"` (where the oracle defines its value with
 /// NaN left out) or `"unspecified"` with a `reason`. Every contract states one.
-fn nonfinite_policy(source: &Source, raw: Option<&Spanned<RawNonfinite>>, oracle: &str) -> Result<NonfinitePolicy, ContractError> {
+fn nonfinite_policy(source: &Source, raw: Option<&Spanned<RawNonfinite>>, reference: &Reference) -> Result<NonfinitePolicy, ContractError> {
     let Some(raw) = raw else {
         return Err(source.error(
             0,
@@ -763,11 +1017,12 @@ fn nonfinite_policy(source: &Source, raw: Option<&Spanned<RawNonfinite>>, oracle
     let reason = raw.get_ref().reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
     match policy {
         "propagate" => Ok(NonfinitePolicy::Propagate),
-        "ignore" if oracle::ignores_nan(oracle) => Ok(NonfinitePolicy::Ignore),
+        // a C++ function or a replaced kernel defines its value on NaN inputs itself
+        "ignore" if !matches!(reference, Reference::Oracle { name, .. } if !oracle::ignores_nan(name)) => Ok(NonfinitePolicy::Ignore),
         "ignore" => Err(source.error(
             at,
             "nonfinite.policy",
-            format!("oracle `{oracle}` does not define its value with NaN inputs left out: use propagate or unspecified"),
+            format!("oracle `{}` does not define its value with NaN inputs left out: use propagate or unspecified", reference.name()),
         )),
         "unspecified" => match reason {
             Some(r) => Ok(NonfinitePolicy::Unspecified(r.to_string())),
@@ -880,20 +1135,10 @@ fn tolerances(
     Ok(map)
 }
 
-/// The gate a control is planted at: one that some backend runs.
-fn planted_gate(source: &Source, gate: &Spanned<String>) -> Result<Gate, ContractError> {
-    let at = gate.span().start;
-    let parsed = Gate::parse(gate.get_ref()).map_err(|e| source.error(at, "gate", e))?;
-    if !Gate::RUN_BY_A_BACKEND.contains(&parsed) {
-        let run: Vec<&str> = Gate::RUN_BY_A_BACKEND.iter().map(|g| g.name()).collect();
-        let message = format!("no backend runs gate `{parsed}` (they run {}): a control planted there could never go red", run.join(", "));
-        return Err(source.error(at, "gate", message));
-    }
-    Ok(parsed)
-}
-
-/// A planted faulty kernel and where it must go red: at a gate, or with a fault (a crash, a
-/// timeout, a device fault) that the runner sees from outside the record's process.
+/// A planted fault and where it must go red: at a gate, or with a fault (a crash, a timeout,
+/// a device fault) that the runner sees from outside the record's process. What is planted is
+/// a faulty kernel (`source`), parameters that change the op's launch (`params`: the unpinned
+/// BLAS path of `projection_bf16`), or both.
 #[derive(Clone, Debug)]
 pub struct Control {
     pub file: String,
@@ -904,9 +1149,17 @@ pub struct Control {
     pub record: String,
     pub planted: Planted,
     pub bug: String,
-    /// The faulty kernel source (absolute) and as reports show it.
-    pub source: PathBuf,
-    pub source_display: String,
+    /// The faulty kernel source (absolute) and as reports show it; none where the control
+    /// plants only parameters (the op's own kernel, or its library, runs).
+    pub source: Option<PathBuf>,
+    pub source_display: Option<String>,
+    /// Parameters of the op in place of the record's (`params = { chunk = 0 }`), each with
+    /// its line: the runner checks them against the op.
+    pub params: BTreeMap<String, (f64, usize)>,
+    /// `cases = [..]`: the indices into the contract's `[shapes].cases` it runs, a GPU-only
+    /// one among them where its fault shows only at that size; when absent, every case that
+    /// is not GPU-only.
+    pub cases: Option<Vec<usize>>,
     /// The control's own time limit (a kernel that never returns need not wait the default).
     pub timeout_seconds: Option<u64>,
     /// Planted for `--strict-limits` (figures that moved within budget): runs only under it.
@@ -916,6 +1169,8 @@ pub struct Control {
     contract_line: usize,
     record_line: usize,
     source_line: usize,
+    gate_line: usize,
+    cases_line: usize,
 }
 
 #[derive(Deserialize)]
@@ -935,9 +1190,32 @@ struct RawControl {
     gate: Option<Spanned<String>>,
     fault: Option<Spanned<String>>,
     bug: Spanned<String>,
-    source: Spanned<String>,
+    source: Option<Spanned<String>>,
+    #[serde(default)]
+    params: BTreeMap<String, Spanned<f64>>,
+    cases: Option<Spanned<Vec<Spanned<i64>>>>,
     timeout_seconds: Option<Spanned<i64>>,
     strict_limits: Option<Spanned<bool>>,
+}
+
+/// A control's `source`: a file beside it by name that, with every symlink followed, still
+/// resolves in the repository or in the control's own folder (one the user gave on the
+/// command line).
+fn control_source(source: &Source, file: &Spanned<String>, dir: &Path, repository: &Path) -> Result<PathBuf, ContractError> {
+    let at = file.span().start;
+    let relative = Path::new(file.get_ref());
+    if relative.is_absolute() || relative.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(source.error(at, "source", format!("`{}` must be a file beside the control", relative.display())));
+    }
+    let kernel = dir.join(relative);
+    let shown = kernel.strip_prefix(repository).unwrap_or(&kernel).display().to_string();
+    let shown = crate::text::escaped(&shown).into_owned();
+    match Confinement::new([repository, dir]).resolve(&kernel, &shown) {
+        Ok(real) if real.is_file() => Ok(kernel),
+        Ok(_) => Err(source.error(at, "source", format!("`{shown}` is not a file"))),
+        Err(Escape::Unresolved { .. }) => Err(source.error(at, "source", format!("no such file {shown}"))),
+        Err(e) => Err(source.error(at, "source", e.to_string())),
+    }
 }
 
 impl Control {
@@ -947,7 +1225,7 @@ impl Control {
         source.plain_text()?;
         let raw: RawControl = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
         let planted = match (&raw.gate, &raw.fault) {
-            (Some(gate), None) => Planted::Gate(planted_gate(&source, gate)?),
+            (Some(gate), None) => Planted::Gate(Gate::parse(gate.get_ref()).map_err(|e| source.error(gate.span().start, "gate", e))?),
             (None, Some(fault)) => Planted::Fault(Fault::parse(fault.get_ref()).map_err(|e| source.error(fault.span().start, "fault", e))?),
             (Some(_), Some(fault)) => {
                 return Err(source.error(fault.span().start, "fault", "a control is planted at a gate or with a fault, not both"));
@@ -977,22 +1255,32 @@ impl Control {
                 "only a control planted at gate limits can need --strict-limits",
             ));
         }
-        let at = raw.source.span().start;
-        let relative = Path::new(raw.source.get_ref());
-        if relative.is_absolute() || relative.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-            return Err(source.error(at, "source", format!("`{}` must be a file beside the control", relative.display())));
-        }
-        let kernel = dir.join(relative);
-        let source_display = kernel.strip_prefix(repository).unwrap_or(&kernel).display().to_string();
-        // beside the control by name, and, with every symlink followed, still in the
-        // repository or in the control's own folder (one the user gave on the command line)
-        let shown = crate::text::escaped(&source_display).into_owned();
-        match Confinement::new([repository, dir]).resolve(&kernel, &shown) {
-            Ok(real) if real.is_file() => {}
-            Ok(_) => return Err(source.error(at, "source", format!("`{shown}` is not a file"))),
-            Err(Escape::Unresolved { .. }) => return Err(source.error(at, "source", format!("no such file {shown}"))),
-            Err(e) => return Err(source.error(at, "source", e.to_string())),
-        }
+        let (kernel, source_line) = match &raw.source {
+            Some(file) => (Some(control_source(&source, file, dir, repository)?), source.line_of(file.span().start)),
+            None if raw.params.is_empty() => {
+                return Err(source.error(
+                    0,
+                    "source",
+                    "a control plants a faulty kernel (`source`, a file beside it) or parameters that change the op's launch (`params`)",
+                ));
+            }
+            None => (None, 0),
+        };
+        let cases = match &raw.cases {
+            None => None,
+            Some(list) if list.get_ref().is_empty() => {
+                return Err(source.error(list.span().start, "cases", "an empty list runs nothing: leave `cases` out to run every case"));
+            }
+            Some(list) => Some(
+                list.get_ref()
+                    .iter()
+                    .map(|c| {
+                        usize::try_from(*c.get_ref())
+                            .map_err(|_| source.error(c.span().start, "cases", format!("case {} is no index", c.get_ref())))
+                    })
+                    .collect::<Result<Vec<usize>, _>>()?,
+            ),
+        };
         Ok(Control {
             file: file.to_string(),
             arch,
@@ -1000,13 +1288,17 @@ impl Control {
             record: raw.record.get_ref().clone(),
             planted,
             bug,
+            source_display: kernel.as_ref().map(|k| k.strip_prefix(repository).unwrap_or(k).display().to_string()),
             source: kernel,
-            source_display,
+            params: raw.params.iter().map(|(name, v)| (name.clone(), (*v.get_ref(), source.line_of(v.span().start)))).collect(),
+            cases,
             timeout_seconds,
             strict_limits,
             contract_line: source.line_of(raw.contract.span().start),
             record_line: source.line_of(raw.record.span().start),
-            source_line: source.line_of(at),
+            source_line,
+            gate_line: raw.gate.as_ref().map_or(1, |g| source.line_of(g.span().start)),
+            cases_line: raw.cases.as_ref().map_or(1, |c| source.line_of(c.span().start)),
         })
     }
 
@@ -1021,9 +1313,52 @@ impl Control {
         let line = match key {
             "record" => self.record_line,
             "source" => self.source_line,
-            _ => self.contract_line,
+            "gate" => self.gate_line,
+            "cases" => self.cases_line,
+            _ => match key.strip_prefix("params.").and_then(|p| self.params.get(p)) {
+                Some((_, line)) => *line,
+                None => self.contract_line,
+            },
         };
         ContractError { file: self.file.clone(), line, key: key.to_string(), message: message.into() }
+    }
+
+    /// Checks what only the contract can tell: its record, the cases it names, and its
+    /// parameters against the op's (each a parameter the op has, an integer one whole).
+    pub fn check_against(&self, contract: &Contract) -> Result<(), ContractError> {
+        if contract.record(&self.record).is_none() {
+            let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
+            return Err(self.error("record", format!("{} has no record `{}` (records: {})", contract.file, self.record, names.join("; "))));
+        }
+        if let Some(bad) = self.cases.iter().flatten().find(|c| **c >= contract.cases.len()) {
+            let n = contract.cases.len();
+            return Err(self.error("cases", format!("case {bad} is out of range: {} has {n} (0 to {})", contract.file, n - 1)));
+        }
+        for (name, (value, _)) in &self.params {
+            let key = format!("params.{name}");
+            let Some(spec) = contract.op.param(name) else {
+                let known: Vec<&str> = contract.op.params.iter().map(|p| p.name).collect();
+                let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                return Err(self.error(&key, format!("op {} has no parameter `{name}` (its parameters: {known})", contract.op.name)));
+            };
+            if !value.is_finite() || (spec.integer && (value.fract() != 0.0 || value.abs() > i32::MAX as f64)) {
+                let kind = if spec.integer { "a whole number that fits an int" } else { "finite" };
+                return Err(self.error(&key, format!("`{name}` = {value} is not {kind}")));
+            }
+        }
+        if self.planted == Planted::Gate(Gate::Seams) && contract.seams.axis().is_none() {
+            return Err(self.error("gate", format!("{} says its seams are `none`: gate 5 never runs for it", contract.file)));
+        }
+        Ok(())
+    }
+
+    /// The record as the control runs it: its parameters in place of the record's.
+    pub fn applied_to(&self, record: &Record) -> Record {
+        let mut record = record.clone();
+        for (name, (value, _)) in &self.params {
+            record.params.insert(name.clone(), *value);
+        }
+        record
     }
 
     pub fn load(path: &Path, display: &str, repository: &Path) -> Result<Control, ContractError> {
@@ -1083,10 +1418,13 @@ mod control_tests {
     }
 
     #[test]
-    fn a_gate_no_backend_runs_and_text_that_is_not_plain_are_refused() {
-        let e = control(&format!("{BASE}gate = \"seams\"")).unwrap_err();
+    fn every_gate_may_be_planted_but_no_other_and_text_that_is_not_plain_is_refused() {
+        for gate in Gate::ALL {
+            assert_eq!(control(&format!("{BASE}gate = \"{gate}\"")).unwrap().planted, Planted::Gate(gate));
+        }
+        let e = control(&format!("{BASE}gate = \"seam\"")).unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (5, "gate"), "{e}");
-        assert!(e.message.contains("no backend runs gate `seams`"), "{e}");
+        assert!(e.message.contains("unknown gate `seam` (nonfinite, repeat, shapes, limits, seams)"), "{e}");
         for escape in ["\\n", "\\u001b[31m", "\\u0000", "\\u202e"] {
             for (key, line) in [("contract", 1), ("record", 2), ("bug", 3)] {
                 let text = format!("{BASE}gate = \"repeat\"").replacen(&format!("{key} = \""), &format!("{key} = \"x{escape}"), 1);
@@ -1110,6 +1448,57 @@ mod control_tests {
         assert!(e.message.contains("`controls/k.hip` resolves outside the repository"), "{e}");
         let e = control(&format!("{BASE}gate = \"repeat\"").replace("k.hip", "none.hip")).unwrap_err();
         assert_eq!(e.message, "no such file none.hip", "{e}");
+    }
+
+    fn contract_of(op: &str) -> Contract {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../contracts/{op}.toml"));
+        Contract::load(&path, &format!("contracts/{op}.toml")).unwrap()
+    }
+
+    #[test]
+    fn a_control_plants_a_kernel_or_parameters_and_may_name_its_cases() {
+        let params_only = BASE.replace("source = \"k.hip\"\n", "params = { chunk = 0 }\ncases = [5]\n");
+        let c = control(&format!("{params_only}gate = \"seams\"")).unwrap();
+        assert_eq!((c.source.as_ref(), c.params.get("chunk"), c.cases.as_deref()), (None, Some(&(0.0, 4)), Some(&[5usize][..])));
+        let neither = BASE.replace("source = \"k.hip\"\n", "");
+        let e = control(&format!("{neither}gate = \"seams\"")).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (1, "source"), "{e}");
+        assert!(e.message.contains("a faulty kernel (`source`") && e.message.contains("(`params`)"), "{e}");
+        for (cases, words) in [("cases = []", "an empty list runs nothing"), ("cases = [-1]", "case -1 is no index")] {
+            let e = control(&format!("{BASE}gate = \"seams\"\n{cases}")).unwrap_err();
+            assert_eq!((e.line, e.key.as_str()), (6, "cases"), "{e}");
+            assert!(e.message.contains(words), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_controls_record_cases_and_parameters_are_checked_against_its_contract() {
+        let projection = contract_of("projection_bf16");
+        let text = |extra: &str| format!("contract = \"projection_bf16\"\nrecord = \"f32 out\"\nbug = \"b\"\ngate = \"seams\"\n{extra}\n");
+        let good = control(&text("params = { chunk = 0 }")).unwrap();
+        assert!(good.check_against(&projection).is_ok());
+        assert_eq!(good.applied_to(&projection.records[0]).params["chunk"], 0.0);
+        let cases = [
+            ("params = { chunk = 0.5 }", "params.chunk", 5, "`chunk` = 0.5 is not a whole number"),
+            ("params = { eps = 1 }", "params.eps", 5, "op projection_bf16 has no parameter `eps` (its parameters: chunk)"),
+            ("params = { chunk = 0 }\ncases = [99]", "cases", 6, "case 99 is out of range"),
+        ];
+        for (extra, key, line, words) in cases {
+            let e = control(&text(extra)).unwrap().check_against(&projection).unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, line), "{extra}: {e}");
+            assert!(e.message.contains(words), "{extra}: {e}");
+        }
+        let e = control(&text("params = { chunk = 0 }").replace("f32 out", "f64 out")).unwrap().check_against(&projection).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("record", 2), "{e}");
+        // a control planted at seams for an op whose rows are not independent could never go red
+        let kv = contract_of("tf_kv_append");
+        let at_seams = format!(
+            "contract = \"tf_kv_append\"\nrecord = \"{}\"\nbug = \"b\"\nsource = \"k.hip\"\ngate = \"seams\"\n",
+            kv.records[0].name
+        );
+        let e = control(&at_seams).unwrap().check_against(&kv).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("gate", 5), "{e}");
+        assert!(e.message.contains("says its seams are `none`"), "{e}");
     }
 
     #[test]
@@ -1171,6 +1560,9 @@ block = [256]
 [[record]]
 name = "bf16 table, f16 out"
 dtypes = { table = "bf16", out = "f16" }
+
+[seams]
+axis = "n"
 "#
     );
 
@@ -1232,6 +1624,83 @@ dtypes = { table = "bf16", out = "f16" }
         assert!(e.message.contains("oracle `gather_rows` does not define its value with NaN inputs left out"), "{e}");
         let e = error(&GOOD.replace("policy = \"propagate\"", "policy = \"clamp\""));
         assert!(e.message.contains("unknown policy `clamp`"), "{e}");
+    }
+
+    #[test]
+    fn every_contract_says_its_row_axis_or_why_its_rows_are_not_independent() {
+        let c = Contract::parse("contracts/good.toml", GOOD).unwrap();
+        let axis = c.seams.axis().unwrap();
+        assert_eq!((axis.axis.as_str(), axis.cuts.as_ref(), axis.batches.as_slice()), ("n", None, &[][..]));
+        assert_eq!(axis.cuts_for(&c.records[0]), [1, PRIME_CUT]);
+        let e = error(&GOOD.replace("\n[seams]\naxis = \"n\"\n", ""));
+        assert_eq!((e.line, e.key.as_str()), (1, "seams"), "{e}");
+        assert!(e.message.contains("no statement on seams"), "{e}");
+        let none = GOOD
+            .replace("\n[seams]\naxis = \"n\"\n", "")
+            .replace("about = \"gather\"", "about = \"gather\"\nseams = \"none: a shared cache\"");
+        assert_eq!(Contract::parse("c.toml", &none).unwrap().seams, Seams::None("a shared cache".into()));
+        for bad in ["none", "none: ", "rows"] {
+            let e = error(&none.replace("none: a shared cache", bad));
+            assert_eq!((e.line, e.key.as_str()), (3, "seams"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_seams_table_names_what_is_wrong_by_its_key() {
+        let line = GOOD.lines().position(|l| l == "axis = \"n\"").unwrap() + 1;
+        let cases = [
+            ("axis = \"n\"", "axis = \"rows\"", "seams.axis", line, "no shape symbol `rows` in op tf_embed_dense"),
+            (
+                "axis = \"n\"",
+                "axis = \"k\"",
+                "seams.axis",
+                line,
+                "tensor `table` (vocab, k) uses `k` other than as exactly its first dimension",
+            ),
+            ("axis = \"n\"", "axis = \"vocab\"", "seams.axis", line, "output `out` (n, k) has no `vocab` rows"),
+            ("axis = \"n\"", "axis = \"n\"\ncolour = \"red\"", "colour", line + 1, "unknown field `colour`"),
+            ("axis = \"n\"", "axis = \"n\"\ncuts = [1, 0]", "seams.cuts", line + 1, "0 rows: a size is 1 to 65536"),
+            ("axis = \"n\"", "axis = \"n\"\ncuts = []", "seams.cuts", line + 1, "an empty list"),
+            ("axis = \"n\"", "axis = \"n\"\nbatches = [1]", "seams.batches", line + 1, "1 rows: a size is 2 to 65536"),
+        ];
+        for (from, to, key, at, words) in cases {
+            let e = error(&GOOD.replace(from, to));
+            assert_eq!((e.key.as_str(), e.line), (key, at), "{to}: {e}");
+            assert!(e.message.contains(words), "{to}: {e}");
+        }
+        let given = Contract::parse("c.toml", &GOOD.replace("axis = \"n\"", "axis = \"n\"\ncuts = [16, 3, 3]\nbatches = [32, 2]")).unwrap();
+        let axis = given.seams.axis().unwrap();
+        assert_eq!((axis.cuts_for(&given.records[0]), axis.batches.clone()), (vec![3, 16], vec![2, 32]));
+        let e = error(&GOOD.replace("\n[seams]\naxis = \"n\"\n", "").replace("about = \"gather\"", "about = \"gather\"\nseams = 3"));
+        assert!(e.key == "seams" && e.message.contains("`seams = 3`"), "{e}");
+    }
+
+    #[test]
+    fn a_seams_finding_needs_a_row_axis_to_cover() {
+        let text = with_finding("tensor = \"out\"\nmatches = \"rows differ\"").replace("gate = \"shapes\"", "gate = \"seams\"");
+        assert_eq!(Contract::parse("c.toml", &text).unwrap().findings[0].gate, Gate::Seams);
+        let none = text
+            .replace("\n[seams]\naxis = \"n\"\n", "")
+            .replace("about = \"gather\"", "about = \"gather\"\nseams = \"none: a shared cache\"");
+        let e = error(&none);
+        assert_eq!(e.key, "finding[0].gate", "{e}");
+        assert!(e.message.contains("seams are `none`"), "{e}");
+    }
+
+    #[test]
+    fn a_record_may_give_some_inputs_generators_of_its_own() {
+        let text = GOOD.replace(
+            "dtypes = { table = \"f32\", out = \"f32\" }",
+            "dtypes = { table = \"f32\", out = \"f32\" }\ninputs = { table = \"uniform(-1, 1)\" }",
+        );
+        let c = Contract::parse("c.toml", &text).unwrap();
+        assert_eq!(c.records[0].inputs.keys().collect::<Vec<_>>(), ["table"]);
+        assert!(matches!(c.records[0].inputs["table"].generator, Generator::Uniform { .. }), "{:?}", c.records[0].inputs);
+        let e = error(&text.replace("{ table = \"uniform(-1, 1)\" }", "{ out = \"uniform(-1, 1)\" }"));
+        assert_eq!((e.key.as_str(), e.line), ("record[0].inputs.out", 7), "{e}");
+        assert!(e.message.contains("an output of tf_embed_dense"), "{e}");
+        let e = error(&text.replace("uniform(-1, 1)", "int(0, width)"));
+        assert!(e.key == "record[0].inputs.table" && e.message.contains("undefined shape symbol `width`"), "{e}");
     }
 
     #[test]
@@ -1442,7 +1911,8 @@ dtypes = { table = "bf16", out = "f16" }
         let e = error(&with_kernel("contract_test_param_once", declared));
         assert_eq!(e.key, "kernel.params.scale", "{e}");
         assert!(e.message.contains("parameter `scale` is 2 in every record: a kernel that hardcodes that value"), "{e}");
-        let per_dtype = format!("{}\nparams = {{ scale = 3 }}\n", with_kernel("contract_test_param_dtype", declared).trim_end());
+        let last = "dtypes = { table = \"bf16\", out = \"f16\" }\n";
+        let per_dtype = with_kernel("contract_test_param_dtype", declared).replace(last, &format!("{last}params = {{ scale = 3 }}\n"));
         let e = error(&per_dtype);
         assert_eq!((e.line, e.key.as_str()), (4, "record"), "{e}");
         assert!(e.message.contains("parameter `scale` takes one value per dtype of `table` (f32: 2, bf16: 3)"), "{e}");

@@ -15,10 +15,6 @@ pub enum Gate {
 impl Gate {
     pub const ALL: [Gate; 5] = [Gate::Nonfinite, Gate::Repeat, Gate::Shapes, Gate::Limits, Gate::Seams];
 
-    /// The gates some backend runs (`runner::gates_for`, and gate 4 on the static path): a
-    /// control planted at any other could never go red anywhere.
-    pub const RUN_BY_A_BACKEND: [Gate; 4] = [Gate::Nonfinite, Gate::Repeat, Gate::Shapes, Gate::Limits];
-
     pub fn number(self) -> u8 {
         self as u8 + 1
     }

@@ -7,6 +7,11 @@ use engine::DType;
 use engine::shape_expr::{Expr, Symbols};
 use rayon::prelude::*;
 
+mod nonfinite;
+mod specials;
+
+pub use nonfinite::{Planting, Sites, nan_encodings};
+
 const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// Tensors of at least this many elements are generated in parallel pieces of this many
@@ -133,10 +138,17 @@ pub enum Modifier {
     /// rest (an attention sink), so that in a max-shifted sum every other weight underflows,
     /// and a max that misses the last element overflows instead of rounding differently.
     OutlierLast(Row, f64),
-    /// A NaN (every payload bit set) at the first element, +Inf at the last and -Inf at a
-    /// seeded element between them: the non-finite gate's planted inputs. A loop that skips
-    /// its first or last element, or lets a NaN stand for a value, misses one of them.
+    /// What gate 1 plants into an input (`Sites`): NaNs of several encodings in most rows,
+    /// +Inf at the last element, -Inf at a seeded element between.
     NonFinite,
+    /// Special finite values (signed zeros, subnormals, the smallest normal, the neighbours of
+    /// 1, a tiny value) in a few elements of every row (`specials`). Every float input gets
+    /// them first, before its other modifiers, unless it names `specials` elsewhere in its
+    /// chain or opts out.
+    Specials,
+    /// No special values, for the reason given (`no_specials(why)`): an input whose values
+    /// carry a structure the op relies on.
+    NoSpecials(String),
 }
 
 impl InputSpec {
@@ -150,11 +162,10 @@ impl InputSpec {
         Ok(InputSpec { generator, modifiers })
     }
 
-    /// This spec with the non-finite gate's values planted last.
-    pub fn with_nonfinite(&self) -> InputSpec {
-        let mut spec = self.clone();
-        spec.modifiers.push(Modifier::NonFinite);
-        spec
+    /// Whether the special values go in first, by default: unless the spec places them itself
+    /// or opts out.
+    fn specials_first(&self) -> bool {
+        !self.modifiers.iter().any(|m| matches!(m, Modifier::Specials | Modifier::NoSpecials(_)))
     }
 
     pub fn symbols(&self) -> Vec<&str> {
@@ -173,13 +184,24 @@ impl InputSpec {
         let mut bytes = self.generator.generate(dtype, elements, seed, symbols)?;
         let rows = shape.first().copied().unwrap_or(1).max(1);
         let mut tensor = Elements { dtype, bytes: &mut bytes, rows };
+        if self.specials_first() && dtype.is_float() {
+            Modifier::Specials.apply(&mut tensor, &self.generator, symbols, &mut specials_stream(seed))?;
+        }
         for (index, modifier) in self.modifiers.iter().enumerate() {
             // each modifier draws from a stream of its own, so adding one changes no other's values
-            let mut stream = SeededStream::new(seed ^ 0x6d6f_6469_6669_6572u64.wrapping_mul(index as u64 + 1));
+            let mut stream = match modifier {
+                Modifier::Specials => specials_stream(seed),
+                _ => SeededStream::new(seed ^ 0x6d6f_6469_6669_6572u64.wrapping_mul(index as u64 + 1)),
+            };
             modifier.apply(&mut tensor, &self.generator, symbols, &mut stream)?;
         }
         Ok(bytes)
     }
+}
+
+/// The special values' stream: one of its own, wherever they are placed in the chain.
+fn specials_stream(seed: u64) -> SeededStream {
+    SeededStream::new(seed ^ 0x7370_6563_6961_6c21)
 }
 
 /// A tensor's bytes seen as elements and rows of its first axis.
@@ -205,11 +227,6 @@ impl Elements<'_> {
     fn set(&mut self, i: usize, value: f64) {
         let size = self.dtype.size();
         self.dtype.encode(value, &mut self.bytes[i * size..(i + 1) * size]);
-    }
-
-    fn set_bits(&mut self, i: usize, bits: u64) {
-        let size = self.dtype.size();
-        self.bytes[i * size..(i + 1) * size].copy_from_slice(&bits.to_le_bytes()[..size]);
     }
 
     fn swap(&mut self, a: usize, b: usize) {
@@ -240,26 +257,25 @@ fn float_limits(dtype: DType) -> Option<(f64, f64, f64)> {
     }
 }
 
-/// Every payload bit set: a NaN that a conversion rounding by adding to the bits carries into
-/// the sign or the exponent (the canonical NaN would survive such a bug).
-fn nan_bits(dtype: DType) -> u64 {
-    match dtype.size() {
-        2 => 0x7fff,
-        _ => 0x7fff_ffff,
-    }
-}
-
 impl Modifier {
     fn name(&self) -> &'static str {
         match self {
             Modifier::SubnormalRow(_) => "subnormal_row",
             Modifier::NearMaxRow(_) => "near_max_row",
             Modifier::NonFinite => "nonfinite",
+            Modifier::Specials => "specials",
             _ => "this modifier",
         }
     }
 
     fn parse(part: &str, generator: &Generator) -> Result<Modifier, String> {
+        // a reason is free text: its commas and parentheses are its own
+        if let Some(reason) = part.strip_prefix("no_specials").map(str::trim) {
+            return match reason.strip_prefix('(').and_then(|r| r.strip_suffix(')')).map(str::trim) {
+                Some(why) if !why.is_empty() => Ok(Modifier::NoSpecials(why.to_string())),
+                _ => Err(format!("`{part}`: an input opts out of the special values with a reason: `no_specials(why)`")),
+            };
+        }
         let (name, args) = match part.split_once('(') {
             Some((name, rest)) => {
                 let inner = rest.strip_suffix(')').ok_or_else(|| format!("`{part}`: missing `)`"))?;
@@ -309,19 +325,20 @@ impl Modifier {
             }
             ("outlier_last", [i, gap]) => Ok(Modifier::OutlierLast(row(i)?, number(gap)?)),
             ("nonfinite", []) => Ok(Modifier::NonFinite),
+            ("specials", []) => Ok(Modifier::Specials),
             ("edges", []) if generator.is_integer() => Ok(Modifier::Edges),
             ("edges", []) => Err(format!("`{part}` applies to int(...) inputs only")),
             _ => Err(format!(
                 "unknown modifier `{part}` (zero_row(i), scale_row(i, s), fill_row(i, v), negative_row(i), subnormal_row(i), \
                  near_max_row(i), band_row(i, low, high), ascending_row(i), descending_row(i), ties, max_last(n), min_last(n), \
-                 outlier_last(i, gap), edges, nonfinite)"
+                 outlier_last(i, gap), edges, nonfinite, specials, no_specials(why))"
             )),
         }
     }
 
     fn apply(&self, t: &mut Elements, generator: &Generator, symbols: &Symbols, stream: &mut SeededStream) -> Result<(), String> {
         let limits = float_limits(t.dtype);
-        let float_only = matches!(self, Modifier::SubnormalRow(_) | Modifier::NearMaxRow(_) | Modifier::NonFinite);
+        let float_only = matches!(self, Modifier::SubnormalRow(_) | Modifier::NearMaxRow(_) | Modifier::NonFinite | Modifier::Specials);
         if float_only && limits.is_none() {
             return Err(format!("{} applies to float tensors, not {}", self.name(), t.dtype));
         }
@@ -417,15 +434,9 @@ impl Modifier {
                 let max = limits.map_or(f64::MAX, |(max, _, _)| max);
                 t.set(last, (largest + gap).clamp(-max, max));
             }
-            Modifier::NonFinite => {
-                let (last, inf) = (t.len() - 1, f64::INFINITY);
-                if t.len() > 2 {
-                    let middle = stream.next_int(1, last as i64) as usize;
-                    t.set(middle, -inf);
-                }
-                t.set(last, inf);
-                t.set_bits(0, nan_bits(t.dtype));
-            }
+            Modifier::NonFinite => Sites::new(t.rows, t.row_len(), stream.next_u64(), 0).plant(t.dtype, t.bytes),
+            Modifier::Specials => specials::plant(t, generator.scale(symbols)?, stream),
+            Modifier::NoSpecials(_) => {}
             Modifier::Edges => {
                 if let Generator::Int { low, high } = generator {
                     let (l, h) = (low.evaluate(symbols)?, high.evaluate(symbols)?);
@@ -523,6 +534,18 @@ impl Generator {
         matches!(self, Generator::Int { .. })
     }
 
+    /// The size of the values it draws (a standard deviation, the largest magnitude of a
+    /// range, the constant), 1 where that is 0: what a value small against them is scaled by.
+    pub fn scale(&self, symbols: &Symbols) -> Result<f64, String> {
+        let scale = match self {
+            Generator::Normal { mean, std } => std.max(mean.abs()),
+            Generator::Uniform { low, high } => low.abs().max(high.abs()),
+            Generator::Int { low, high } => (low.evaluate(symbols)? as f64).abs().max((high.evaluate(symbols)? as f64).abs()),
+            Generator::Constant(v) => v.abs(),
+        };
+        Ok(if scale > 0.0 { scale } else { 1.0 })
+    }
+
     /// `elements` values of `dtype`, little-endian, from `seed`.
     pub fn generate(&self, dtype: DType, elements: usize, seed: u64, symbols: &Symbols) -> Result<Vec<u8>, String> {
         let mut out = vec![0u8; elements * dtype.size()];
@@ -605,10 +628,20 @@ mod tests {
         assert_eq!(ids, GOLDEN_IDS);
         assert_eq!(tensor_seed(1, "tf_embed_dense", "table", 2), GOLDEN_TENSOR_SEED);
         // the seeded modifiers: values near the max, a band, and where -inf lands
-        let spec = InputSpec::parse("normal(0, 1) | near_max_row(0) | band_row(1, -3, 5) | nonfinite").unwrap();
+        let spec =
+            InputSpec::parse("normal(0, 1) | near_max_row(0) | band_row(1, -3, 5) | nonfinite | no_specials(pinned by their own test)")
+                .unwrap();
         let planted = spec.generate(DType::F32, &[3, 4], 42, &Symbols::new()).unwrap();
         let bits: Vec<u32> = planted.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(bits, GOLDEN_MODIFIED_F32_BITS);
+        // the special values every float input gets by default: where and what they are
+        let bf16 = |spec: &str| -> Vec<u16> {
+            let bytes = InputSpec::parse(spec).unwrap().generate(DType::Bf16, &[2, 20], 42, &Symbols::new()).unwrap();
+            bytes.chunks(2).map(|c| u16::from_le_bytes(c.try_into().unwrap())).collect()
+        };
+        let (plain, planted) = (bf16("normal(0, 1) | no_specials(the generator alone)"), bf16("normal(0, 1)"));
+        let specials: Vec<(usize, u16)> = planted.into_iter().enumerate().filter(|(i, b)| plain[*i] != *b).collect();
+        assert_eq!(specials, GOLDEN_SPECIALS_BF16);
     }
 
     const GOLDEN_U64: [u64; 3] = [13679457532755275413, 2949826092126892291, 5139283748462763858];
@@ -616,8 +649,9 @@ mod tests {
     const GOLDEN_UNIFORM_BF16_BYTES: [u8; 8] = [226, 190, 247, 191, 205, 63, 170, 62];
     const GOLDEN_IDS: [i32; 4] = [682, 750, 265, 784];
     const GOLDEN_TENSOR_SEED: u64 = 16434049013277771555;
+    const GOLDEN_SPECIALS_BF16: [(usize, u16); 4] = [(2, 0x0000), (16, 0x33d7), (28, 0xb3d7), (37, 0x8000)];
     const GOLDEN_MODIFIED_F32_BITS: [u32; 12] = [
-        0x7fffffff, 0xff7c6f9e, 0x7f7f02c2, 0xff795f78, 0x3f6d6188, 0xff800000, 0xc026335e, 0x401c429a, 0xbeae9947, 0x3e82f6f8, 0xbfb26e58,
+        0x7fffffff, 0xff800000, 0x7f7f02c2, 0xff795f78, 0x3f6d6188, 0x40921cda, 0xc026335e, 0x401c429a, 0xbeae9947, 0x3e82f6f8, 0xbfb26e58,
         0x7f800000,
     ];
 
@@ -704,12 +738,11 @@ mod tests {
     }
 
     #[test]
-    fn nonfinite_plants_nan_first_inf_last_and_minus_inf_between() {
-        let v = f32s(&planted("normal(0, 1) | nonfinite", DType::F32, &[2, 8]));
+    fn nonfinite_plants_what_gate_1_plants() {
+        let v = f32s(&planted("normal(0, 1) | no_specials(only the planted values) | nonfinite", DType::F32, &[2, 8]));
         assert_eq!((v[0].to_bits(), v[15]), (0x7fff_ffff, f32::INFINITY));
         assert_eq!(v[1..15].iter().filter(|x| **x == f32::NEG_INFINITY).count(), 1);
         assert_eq!(&planted("normal(0, 1) | nonfinite", DType::Bf16, &[1])[..], &[0xff, 0x7f], "a lone element is the NaN");
-        assert_eq!(InputSpec::parse("normal(0, 1)").unwrap().with_nonfinite().modifiers, vec![Modifier::NonFinite]);
     }
 
     #[test]

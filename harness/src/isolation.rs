@@ -18,14 +18,15 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use engine::backend::Backend;
+use engine::backend::{Backend, KernelSource};
 use serde::{Deserialize, Serialize};
 
+use crate::builds::{self, SourceKey};
 use crate::contract::{Contract, Control, Record};
 use crate::exit_guard::EXIT_CALLED_STATUS;
 use crate::gate::{Fault, Gate};
 use crate::processes::{self, ProcessError};
-use crate::runner::{self, Event, InputCache, RecordResult, RunContext, RunReport, Settings};
+use crate::runner::{self, CaseDone, CaseWatcher, Event, InputCache, Loaded, RecordResult, RunContext, RunReport, Settings};
 use crate::sandbox::{self, Plan};
 
 /// The file descriptor of the result channel in a child: high, so that nothing a kernel opens
@@ -53,12 +54,30 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildJob {
-    /// Build these kernel sources (path and kernel symbol) on all cores, filling the cache.
-    Build { sources: Vec<(PathBuf, String)> },
+    /// Build these kernel sources on all cores, filling the cache.
+    Build { sources: Vec<BuildSource> },
     /// Run these records of one contract, in this order.
     Records { contract: PathBuf, records: Vec<String> },
     /// Run one control.
     Control { contract: PathBuf, control: PathBuf },
+}
+
+/// A kernel source to build: its file, its kernel's symbol and its include folders.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BuildSource {
+    pub path: PathBuf,
+    pub symbol: String,
+    pub include_dirs: Vec<PathBuf>,
+}
+
+impl BuildSource {
+    fn of(source: &KernelSource) -> BuildSource {
+        BuildSource { path: source.path.clone(), symbol: source.kernels.join(","), include_dirs: source.include_dirs.clone() }
+    }
+
+    fn key(&self) -> SourceKey {
+        (self.path.clone(), self.symbol.clone())
+    }
 }
 
 /// Everything a child is told, as JSON on its standard input.
@@ -92,8 +111,11 @@ pub enum ChildMessage {
     /// The build job finished one source (its error, if it did not build).
     Built {
         source: PathBuf,
+        symbol: String,
         error: Option<String>,
     },
+    /// A case of the record in flight finished (for the parent's progress).
+    CaseFinished(CaseDone),
 }
 
 /// `<token> <json>`: one line.
@@ -188,12 +210,14 @@ pub fn serve(
         }
     }
 
-    let source = runner::source_of(settings, &contract, control.as_ref());
-    let sources: Vec<_> = source.iter().cloned().collect();
+    // its kernel and the kernel it replaces, then its C++ reference function: every build
+    // writes the cache, so all of them before the sandbox
+    let sources = builds::sources_of(settings, &contract, control.as_ref());
     let built = Mutex::new(HashMap::new());
-    runner::build_only(backend, &sources, &|path, outcome| {
-        built.lock().unwrap().insert(path.to_path_buf(), outcome);
+    runner::build_only(backend, &sources, &|source, outcome| {
+        built.lock().unwrap().insert(builds::key(source), outcome);
     });
+    let reference_built = builds::build_reference(settings, &contract);
     if let Some(plan) = &request.sandbox
         && let Err(e) = sandbox::apply(plan)
     {
@@ -201,18 +225,23 @@ pub fn serve(
     }
     let modules = runner::load_built(backend, &sources, &built.into_inner().unwrap());
     let reference_modules = reference.map(|r| runner::build_all(r, &sources)).unwrap_or_default();
-    let module = match &source {
-        Some(source) => modules[&source.path].clone().map(Some),
-        None => Ok(None),
-    };
-    let gates_run = runner::gates_for(backend);
+    let loaded = Loaded::of(settings, &contract, control.as_ref(), &modules, reference_built);
+    let gates_run = runner::gates_of_run(&runner::gates_for(backend), std::slice::from_ref(&contract));
     let channel = Mutex::new(channel);
     let on_case = |case: &str| {
         // a lost pipe means the parent is gone; the next result's write says so
         let _ = channel.lock().unwrap().send(&ChildMessage::Case(case.to_string()));
     };
-    let context =
-        RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules, on_case: Some(&on_case) };
+    let watcher = ChannelWatcher(&channel);
+    let context = RunContext {
+        backend,
+        settings,
+        gates_run: &gates_run,
+        reference,
+        reference_modules: &reference_modules,
+        on_case: Some(&on_case),
+        watcher: Some(&watcher),
+    };
     let mut inputs = InputCache::default();
     for (i, record) in chosen.into_iter().enumerate() {
         if i > 0
@@ -221,7 +250,7 @@ pub fn serve(
         {
             return channel.lock().unwrap().fatal(&format!("its CPU time limit could not be moved on: {}", runner::error_chain(&e)));
         }
-        let result = runner::run_record(&context, &contract, record, &module, control.as_ref(), &mut inputs);
+        let result = runner::run_record(&context, &contract, record, &loaded, control.as_ref(), &mut inputs);
         let stop = result.error.is_some() || (settings.fail_fast && result.red());
         channel.lock().unwrap().send(&ChildMessage::Result(Box::new(result)))?;
         if stop {
@@ -231,14 +260,32 @@ pub fn serve(
     Ok(())
 }
 
+/// A child's cases, told to its parent as they finish.
+struct ChannelWatcher<'a, 'c>(&'a Mutex<&'c mut Channel>);
+
+impl CaseWatcher for ChannelWatcher<'_, '_> {
+    fn case_finished(&self, done: &CaseDone) {
+        // a lost pipe means the parent is gone; the next result's write says so
+        let _ = self.0.lock().unwrap().send(&ChildMessage::CaseFinished(done.clone()));
+    }
+}
+
 /// The build job: each source built (not loaded: no kernel code runs here), each reported.
-fn serve_build(backend: &dyn Backend, settings: &Settings, sources: &[(PathBuf, String)], channel: &mut Channel) -> io::Result<()> {
-    let sources: Vec<_> = sources.iter().map(|(path, symbol)| runner::kernel_source(settings, path, symbol)).collect();
+fn serve_build(backend: &dyn Backend, settings: &Settings, sources: &[BuildSource], channel: &mut Channel) -> io::Result<()> {
+    let sources: Vec<KernelSource> = sources
+        .iter()
+        .map(|s| KernelSource {
+            path: s.path.clone(),
+            display_path: display(&settings.root, &s.path),
+            kernels: vec![s.symbol.clone()],
+            include_dirs: s.include_dirs.clone(),
+        })
+        .collect();
     let channel = Mutex::new(channel);
     let lost = Mutex::new(None);
-    runner::build_only(backend, &sources, &|path, outcome| {
+    runner::build_only(backend, &sources, &|source, outcome| {
         // a source that fails here fails again, reported, in the child of its record
-        let message = ChildMessage::Built { source: path.to_path_buf(), error: outcome.err() };
+        let message = ChildMessage::Built { source: source.path.clone(), symbol: source.kernels.join(","), error: outcome.err() };
         if let Err(e) = channel.lock().unwrap().send(&message) {
             *lost.lock().unwrap() = Some(e);
         }
@@ -275,22 +322,23 @@ pub struct BackendInfo {
 /// The whole run, each contract and each control in its own child process, `jobs` at a time.
 pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Settings, on_event: &mut dyn FnMut(&Event)) -> RunReport {
     let started = Instant::now();
+    let mut report = RunReport::empty(&info.arch, &info.name, &info.toolchain, settings, settings.repeats, &info.gates_run);
+    let contracts = runner::load_contracts(settings, &mut report);
+    let info = &BackendInfo { gates_run: runner::gates_of_run(&info.gates_run, &contracts), ..info.clone() };
+    report.gates_run = info.gates_run.clone();
     on_event(&Event::Started { arch: &info.arch, backend: &info.name, toolchain: &info.toolchain, gates_run: &info.gates_run });
     if info.name == "host" && sandbox::landlock_abi() == 0 {
         on_event(&Event::Notice(
             "sandbox: this kernel has no Landlock, so record processes run under rlimits only (their file system is not read-only)",
         ));
     }
-    let mut report = RunReport::empty(&info.arch, &info.name, &info.toolchain, settings, settings.repeats, &info.gates_run);
-    let (contracts, controls) = runner::load(settings, &info.arch, &info.gates_run, &mut report, on_event);
+    let controls = runner::load_controls(settings, &info.arch, &info.gates_run, &contracts, &mut report, on_event);
 
     // every kernel built first, on all cores, in one child: the record children then load
     // from the cache. A build that fails or crashes here is built again, and reported, by
     // the record's own child; one still running at the build time limit is not.
     let build_started = Instant::now();
-    let mut sources: Vec<(PathBuf, String)> =
-        runner::kernel_sources(settings, &contracts, &controls).into_iter().map(|s| (s.path, s.kernels[0].clone())).collect();
-    sources.dedup();
+    let sources: Vec<BuildSource> = runner::kernel_sources(settings, &contracts, &controls).iter().map(BuildSource::of).collect();
     let unbuilt = if sources.is_empty() { HashMap::new() } else { build(command, settings, &sources) };
     report.timing.build_seconds = build_started.elapsed().as_secs_f64();
     report.timing.modules_built = sources.len();
@@ -298,7 +346,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     let run_started = Instant::now();
     // the units of work in report order: each contract's records, then each control
     let mut units: Vec<(&Contract, Option<&Control>, Vec<&Record>)> =
-        contracts.iter().map(|contract| (contract, None, contract.records.iter().collect())).collect();
+        contracts.iter().map(|contract| (contract, None, settings.records_of(contract).collect())).collect();
     for control in &controls {
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         units.push((contract, Some(control), vec![contract.record(&control.record).unwrap()]));
@@ -308,7 +356,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     let next_unit = std::sync::atomic::AtomicUsize::new(0);
     // `--fail-fast`: set at the first red record; no unit starts after it
     let stopped = std::sync::atomic::AtomicBool::new(false);
-    let (sender, results) = mpsc::channel::<(usize, Option<RecordResult>)>();
+    let (sender, results) = mpsc::channel::<(usize, UnitMessage)>();
     // held by a unit whose records run GPU-only cases: each such case holds gigabytes of
     // inputs, read-backs and oracle values in host memory, so two at once could exhaust it
     let large_cases = std::sync::Mutex::new(());
@@ -327,10 +375,13 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         if settings.fail_fast && result.red() {
                             stopped.store(true, std::sync::atomic::Ordering::Relaxed);
                         }
-                        let _ = sender.send((index, Some(result)));
+                        let _ = sender.send((index, UnitMessage::Result(Box::new(result))));
                     };
-                    let source = runner::source_of(settings, contract, *control);
-                    match source.and_then(|s| unbuilt.get(&s.path)) {
+                    let tell = |message: UnitMessage| {
+                        let _ = sender.send((index, message));
+                    };
+                    let sources = builds::sources_of(settings, contract, *control);
+                    match sources.iter().find_map(|s| unbuilt.get(&builds::key(s))) {
                         Some(why) => {
                             for record in records {
                                 let error = (Some(Fault::Timeout), why.clone());
@@ -339,13 +390,14 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         }
                         None => {
                             let timeout = time_limit(settings, contract, *control);
-                            let unit = Unit { command, settings, info, contract, control: *control, timeout };
-                            let large = control.is_none() && runner::runs_gpu_only_cases(contract, &info.arch);
+                            let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell };
+                            let large =
+                                runner::cases_run_for(contract, &info.arch, *control).iter().any(|i| contract.cases[*i].gpu_only.is_some());
                             let _one_at_a_time = large.then(|| large_cases.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
                             supervise(&unit, records.clone(), &mut emit);
                         }
                     }
-                    let _ = sender.send((index, None));
+                    let _ = sender.send((index, UnitMessage::Done));
                 }
             });
         }
@@ -353,7 +405,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         let mut reporting = 0;
         let mut waiting: Vec<Vec<RecordResult>> = vec![Vec::new(); units.len()];
         let mut finished = vec![false; units.len()];
-        let mut report_result = |result: RecordResult| {
+        let mut report_result = |on_event: &mut dyn FnMut(&Event), result: RecordResult| {
             if result.control.is_some() {
                 on_event(&Event::Control(&result));
                 report.controls.push(result);
@@ -364,15 +416,21 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         };
         for (index, message) in results {
             match message {
-                Some(result) if index == reporting => report_result(result),
-                Some(result) => waiting[index].push(result),
-                None => finished[index] = true,
+                // progress is told as it comes; results in unit order
+                UnitMessage::Started(record) => {
+                    let (contract, control, _) = &units[index];
+                    on_event(&Event::RecordStarted { op: contract.op.name, record: &record, control: control.map(|c| c.bug.as_str()) })
+                }
+                UnitMessage::Case(done) => on_event(&Event::CaseFinished(&done)),
+                UnitMessage::Result(result) if index == reporting => report_result(on_event, *result),
+                UnitMessage::Result(result) => waiting[index].push(*result),
+                UnitMessage::Done => finished[index] = true,
             }
             while reporting < units.len() && finished[reporting] {
                 reporting += 1;
                 if let Some(next) = waiting.get_mut(reporting) {
                     for result in next.drain(..) {
-                        report_result(result);
+                        report_result(on_event, result);
                     }
                 }
             }
@@ -380,12 +438,22 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     });
     report.timing.run_seconds = run_started.elapsed().as_secs_f64();
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    on_event(&Event::Finished(&report));
     report
+}
+
+/// What a unit's thread tells the thread that reports: a record taken up, a case finished, a
+/// result, the unit done.
+enum UnitMessage {
+    Started(String),
+    Case(CaseDone),
+    Result(Box<RecordResult>),
+    Done,
 }
 
 /// The build child: every source it did not finish within the build time limit, with why
 /// (the records of those sources are not run: their kernel would hang their children too).
-fn build(command: &ChildCommand, settings: &Settings, sources: &[(PathBuf, String)]) -> HashMap<PathBuf, String> {
+fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -> HashMap<SourceKey, String> {
     let limit = Duration::from_secs(settings.build_timeout_seconds.max(1));
     let job = ChildJob::Build { sources: sources.to_vec() };
     let Ok(mut child) = Supervised::start(command, "build", job, None, None) else {
@@ -393,11 +461,11 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[(PathBuf, Strin
         return HashMap::new();
     };
     let deadline = Instant::now() + limit;
-    let mut done: HashSet<PathBuf> = HashSet::new();
+    let mut done: HashSet<SourceKey> = HashSet::new();
     loop {
         match child.next(deadline) {
-            Received::Message(ChildMessage::Built { source, .. }) => {
-                done.insert(source);
+            Received::Message(ChildMessage::Built { source, symbol, .. }) => {
+                done.insert((source, symbol));
             }
             Received::Message(_) => {}
             Received::Ended => {
@@ -411,14 +479,14 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[(PathBuf, Strin
     let _ = child.finish();
     sources
         .iter()
-        .filter(|(path, _)| !done.contains(path))
-        .map(|(path, _)| {
+        .filter(|s| !done.contains(&s.key()))
+        .map(|s| {
             let why = format!(
                 "{}: not built within the build time limit ({} s, --build-timeout): the build and its compilers were killed",
-                display(&settings.root, path),
+                display(&settings.root, &s.path),
                 limit.as_secs()
             );
-            (path.clone(), why)
+            (s.key(), why)
         })
         .collect()
 }
@@ -442,6 +510,8 @@ struct Unit<'a> {
     contract: &'a Contract,
     control: Option<&'a Control>,
     timeout: Duration,
+    /// Progress for the reporting thread.
+    tell: &'a dyn Fn(UnitMessage),
 }
 
 impl Unit<'_> {
@@ -482,6 +552,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
         None => unit.contract.op.name.to_string(),
     };
     while !remaining.is_empty() {
+        (unit.tell)(UnitMessage::Started(remaining[0].name.clone()));
         let asked: Vec<String> = remaining.iter().map(|r| r.name.clone()).collect();
         let temp = match TempFolder::create() {
             Ok(temp) => temp,
@@ -512,6 +583,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
         let ending = loop {
             match child.next(item_started + unit.timeout) {
                 Received::Message(ChildMessage::Case(c)) => case = Some(c),
+                Received::Message(ChildMessage::CaseFinished(done)) => (unit.tell)(UnitMessage::Case(done)),
                 Received::Message(ChildMessage::Result(result)) => {
                     let name = result.record.clone();
                     if let Some(first) = pending.iter_mut().find(|r| r.record == name) {
@@ -538,6 +610,9 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                     pending.push(result);
                     item_started = Instant::now();
                     case = None;
+                    if let Some(next) = remaining.front() {
+                        (unit.tell)(UnitMessage::Started(next.name.clone()));
+                    }
                 }
                 Received::Message(ChildMessage::Fatal(message)) => fatal = Some(message),
                 Received::Message(ChildMessage::Built { .. }) => {}
@@ -1091,6 +1166,15 @@ mod tests {
             block_threads: 256,
             cross_backend: Some(Err("no module".into())),
             phases: crate::phases::Phases { inputs: 0.5, gates: 0.125, ..Default::default() },
+            seams: vec![crate::seams::SeamCheck {
+                plan: "pieces of 1 row".into(),
+                cut: Some(1),
+                batch: None,
+                pieces: 3,
+                of_pieces: 3,
+                rows: 3,
+                rows_differing: [("out".to_string(), 2)].into(),
+            }],
         });
         let token = random_token().unwrap();
         let line = encode(&token, &ChildMessage::Result(Box::new(result.clone()))).unwrap();

@@ -15,8 +15,9 @@ pub fn generate(contracts_dir: &Path) -> Result<String, String> {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    let mut out =
-        String::from("| op | records | controls | tolerance | non-finite inputs | what it computes |\n|---|---|---|---|---|---|\n");
+    let mut out = String::from(
+        "| op | records | controls | tolerance | non-finite inputs | seams | what it computes |\n|---|---|---|---|---|---|---|\n",
+    );
     for path in files {
         let display = path.file_name().unwrap().to_string_lossy().to_string();
         let contract = Contract::load(&path, &format!("contracts/{display}")).map_err(|e| e.to_string())?;
@@ -25,8 +26,10 @@ pub fn generate(contracts_dir: &Path) -> Result<String, String> {
         tolerances.sort();
         tolerances.dedup();
         let controls = count_controls(contracts_dir.parent().unwrap_or(Path::new(".")).join("controls").as_path(), contract.op.name);
+        // the row axis gate 5 cuts along, or `none`
+        let seams = contract.seams.axis().map_or("none".to_string(), |a| format!("`{}`", a.axis));
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {seams} | {} |\n",
             contract.op.name,
             contract.records.len(),
             controls,

@@ -49,6 +49,12 @@ const ORACLES: &[(&str, Oracle)] = &[
     ("rms_norm", rms_norm),
     ("add_rms_norm", add_rms_norm),
     ("rope", rope),
+    ("conv1d_causal", conv1d_causal),
+    ("delta_rule_step", delta_rule_step),
+    ("l2_norm", l2_norm),
+    ("quant_matvec", quant_matvec),
+    ("attention_prefill", attention_prefill),
+    ("rms_gated", rms_gated),
 ];
 
 /// Oracles whose value is defined with NaN inputs left out (the `ignore` policy for
@@ -107,7 +113,7 @@ fn sum_partials(x: &OracleInput) -> Result<Outputs, String> {
         let m = &maxima[r * tiles..(r + 1) * tiles];
         let l = &sums[r * tiles..(r + 1) * tiles];
         let global = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let weights: Vec<f64> = m.iter().map(|v| (v - global).exp()).collect();
+        let weights: Vec<f64> = m.iter().map(|v| f32_weight((v - global).exp())).collect();
         let denominator: f64 = weights.iter().zip(l).map(|(w, s)| w * s).sum();
         for j in 0..d {
             let numerator: f64 = (0..tiles).map(|t| weights[t] * partials[(r * tiles + t) * d + j]).sum();
@@ -115,6 +121,14 @@ fn sum_partials(x: &OracleInput) -> Result<Outputs, String> {
         }
     }
     Ok([("out".to_string(), out)].into())
+}
+
+/// A tile's weight exp(m_t - M) as the f32 value the combine holds: a weight under f32's
+/// range is 0 there, and 0 times an infinite partial or tile sum is NaN, where the f64 weight
+/// (1e-50, say) would make it that infinity. Finite outputs move by at most one f32 rounding
+/// per weight, which the tolerance's expf term already counts.
+fn f32_weight(weight: f64) -> f64 {
+    weight as f32 as f64
 }
 
 /// scores[r, key] = scale * sum_i q[r, i] k_cache[key, i]
@@ -251,15 +265,18 @@ fn affine_dequant_rows(x: &OracleInput) -> Result<Outputs, String> {
 
 /// y[i, j] = sum over kk of x[i, kk] * w[j, kk], in f64.
 fn gemm_xwt(x: &OracleInput) -> Result<Outputs, String> {
+    use rayon::prelude::*;
     let (m, n, k) = (x.symbol("m")?, x.symbol("n")?, x.symbol("k")?);
     let (a, w) = (x.input("x")?, x.input("w")?);
-    let mut y = Vec::with_capacity(m * n);
-    for i in 0..m {
+    let mut y = vec![0.0; m * n];
+    // rows on all cores: a prompt of 4,096 rows at n = k = 4,096 is 69 G products; each
+    // element is still one sum in k order, whatever core makes it
+    y.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, out)| {
         let row = &a[i * k..(i + 1) * k];
-        for j in 0..n {
-            y.push(row.iter().zip(&w[j * k..(j + 1) * k]).map(|(p, q)| p * q).sum());
+        for (j, value) in out.iter_mut().enumerate() {
+            *value = row.iter().zip(&w[j * k..(j + 1) * k]).map(|(p, q)| p * q).sum();
         }
-    }
+    });
     Ok([("y".to_string(), y)].into())
 }
 
@@ -367,6 +384,162 @@ fn rope(x: &OracleInput) -> Result<Outputs, String> {
     Ok([("out".to_string(), out)].into())
 }
 
+/// silu(v) = v / (1 + e^-v)
+fn silu(v: f64) -> f64 {
+    v / (1.0 + (-v).exp())
+}
+
+/// Causal depthwise conv1d over a kept state. With e the sequence of state_in's width - 1 rows
+/// (the previous tokens, oldest first) then x's rows, out[t, c] = bias[c] + sum_i weight[c, i]
+/// e[t + i, c] (the bias only when `has_bias` is 1), through silu when `silu` is 1; state_out
+/// is the last width - 1 rows of e, the state the next call takes.
+fn conv1d_causal(x: &OracleInput) -> Result<Outputs, String> {
+    let (tokens, channels, width) = (x.symbol("tokens")?, x.symbol("channels")?, x.symbol("width")?);
+    let (input, weight, bias, state) = (x.input("x")?, x.input("weight")?, x.input("bias")?, x.input("state_in")?);
+    let (activate, has_bias) = (x.param("silu")? != 0.0, x.param("has_bias")? != 0.0);
+    if width == 0 {
+        return Err("a convolution of width 0".into());
+    }
+    let kept = width - 1;
+    // element c of row m of e
+    let e = |m: usize, c: usize| if m < kept { state[m * channels + c] } else { input[(m - kept) * channels + c] };
+    let mut out = Vec::with_capacity(tokens * channels);
+    for t in 0..tokens {
+        for c in 0..channels {
+            let taps: f64 = (0..width).map(|i| weight[c * width + i] * e(t + i, c)).sum();
+            let v = if has_bias { bias[c] + taps } else { taps };
+            out.push(if activate { silu(v) } else { v });
+        }
+    }
+    let state_out = (tokens..tokens + kept).flat_map(|m| (0..channels).map(move |c| (m, c))).map(|(m, c)| e(m, c)).collect();
+    Ok([("out".to_string(), out), ("state_out".to_string(), state_out)].into())
+}
+
+/// One decode step of the gated delta rule (Gated DeltaNet, as flash-linear-attention's
+/// fused_recurrent_gated_delta_rule computes it with a per-head gate g and beta), per value
+/// head h with its key head kh = h / (heads / k_heads) (grouped value heads, as Qwen3-Next
+/// repeats each q and k head over consecutive value heads), the state S of h a dk x dv matrix:
+///   S' = S exp(g[h]);  kv[j] = sum_i k[kh, i] S'[i, j];  delta[j] = beta[h] (v[h, j] - kv[j]);
+///   state_out[h] = S' + k[kh] delta^T;  out[h, j] = scale sum_i q[kh, i] state_out[h, i, j]
+/// with scale as the kernel receives it (a float).
+fn delta_rule_step(x: &OracleInput) -> Result<Outputs, String> {
+    let (heads, k_heads, dk, dv) = (x.symbol("heads")?, x.symbol("k_heads")?, x.symbol("dk")?, x.symbol("dv")?);
+    let (state, q, k, v) = (x.input("state_in")?, x.input("q")?, x.input("k")?, x.input("v")?);
+    let (g, beta, scale) = (x.input("g")?, x.input("beta")?, x.param("scale")? as f32 as f64);
+    if k_heads == 0 || heads % k_heads != 0 {
+        return Err(format!("{heads} value heads do not share {k_heads} key heads evenly"));
+    }
+    let group = heads / k_heads;
+    let (mut state_out, mut out) = (vec![0.0; heads * dk * dv], vec![0.0; heads * dv]);
+    for h in 0..heads {
+        let kh = h / group;
+        let (qh, kh) = (&q[kh * dk..(kh + 1) * dk], &k[kh * dk..(kh + 1) * dk]);
+        let decay = g[h].exp();
+        let s = |i: usize, j: usize| state[(h * dk + i) * dv + j] * decay;
+        for j in 0..dv {
+            let kv: f64 = (0..dk).map(|i| kh[i] * s(i, j)).sum();
+            let delta = beta[h] * (v[h * dv + j] - kv);
+            let mut dot = 0.0;
+            for i in 0..dk {
+                let updated = s(i, j) + kh[i] * delta;
+                state_out[(h * dk + i) * dv + j] = updated;
+                dot += qh[i] * updated;
+            }
+            out[h * dv + j] = scale * dot;
+        }
+    }
+    Ok([("state_out".to_string(), state_out), ("out".to_string(), out)].into())
+}
+
+/// out[r, :] = x[r, :] / sqrt(sum(x[r, :]^2) + eps), with eps as the kernel receives it (a float)
+fn l2_norm(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, k) = (x.symbol("rows")?, x.symbol("k")?);
+    let (input, eps) = (x.input("x")?, x.param("eps")? as f32 as f64);
+    let mut out = Vec::with_capacity(rows * k);
+    for row in input.chunks(k).take(rows) {
+        let norm = (row.iter().map(|v| v * v).sum::<f64>() + eps).sqrt();
+        out.extend(row.iter().map(|v| v / norm));
+    }
+    Ok([("out".to_string(), out)].into())
+}
+
+/// y[r, o] = sum_c x[r, c] W[o, c], W the MLX-affine dequantised matrix: every row of w (codes
+/// of `bits` bits packed in 32-bit words, a scale and a bias per group of `group` columns),
+/// dequantised by `affine_dequant_rows` as the embedding gathers them, ids 0..n in order.
+fn quant_matvec(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, n, k) = (x.symbol("rows")?, x.symbol("n")?, x.symbol("k")?);
+    let symbols: Symbols =
+        [("n", n as i64), ("k", k as i64), ("vocab", n as i64), ("bits", x.symbol("bits")? as i64), ("group", x.symbol("group")? as i64)]
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), value))
+            .collect();
+    let inputs: BTreeMap<String, Vec<f64>> = [
+        ("table", x.input("w")?.to_vec()),
+        ("scales", x.input("scales")?.to_vec()),
+        ("biases", x.input("biases")?.to_vec()),
+        ("ids", (0..n).map(|o| o as f64).collect()),
+    ]
+    .into_iter()
+    .map(|(name, values)| (name.to_string(), values))
+    .collect();
+    let dequantised = affine_dequant_rows(&OracleInput { symbols: &symbols, params: x.params, inputs: &inputs })?;
+    let w = dequantised.get("out").ok_or("affine_dequant_rows gave no `out`")?;
+    let input = x.input("x")?;
+    let mut y = Vec::with_capacity(rows * n);
+    for r in 0..rows {
+        let row = &input[r * k..(r + 1) * k];
+        for o in 0..n {
+            y.push(row.iter().zip(&w[o * k..(o + 1) * k]).map(|(a, b)| a * b).sum());
+        }
+    }
+    Ok([("y".to_string(), y)].into())
+}
+
+/// Causal prefill attention: the queries are the last q_len of kv_len positions, so query i of
+/// head h sits at position start + i, start = kv_len - q_len, and attends to keys 0..=start + i
+/// of its KV head (h / (heads / kv_heads), grouped-query), with weights
+/// softmax(scale q . k) computed with the max subtracted (NaN left out of the max, as f64::max
+/// does); scale as the kernel receives it (a float).
+fn attention_prefill(x: &OracleInput) -> Result<Outputs, String> {
+    let (q_len, heads, kv_len, kv_heads, d) =
+        (x.symbol("q_len")?, x.symbol("heads")?, x.symbol("kv_len")?, x.symbol("kv_heads")?, x.symbol("d")?);
+    let (q, k, v, scale) = (x.input("q")?, x.input("k")?, x.input("v")?, x.param("scale")? as f32 as f64);
+    if kv_heads == 0 || heads % kv_heads != 0 || q_len > kv_len {
+        return Err(format!("{q_len} queries of {heads} heads over {kv_len} keys of {kv_heads} KV heads"));
+    }
+    let start = kv_len - q_len;
+    let group = heads / kv_heads;
+    let mut out = Vec::with_capacity(q_len * heads * d);
+    for i in 0..q_len {
+        for h in 0..heads {
+            let query = &q[(i * heads + h) * d..][..d];
+            let row = |j: usize| (j * kv_heads + h / group) * d;
+            let visible = start + i + 1;
+            let scores: Vec<f64> =
+                (0..visible).map(|j| scale * query.iter().zip(&k[row(j)..][..d]).map(|(a, b)| a * b).sum::<f64>()).collect();
+            let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            // a weight below f32's smallest subnormal is 0 in any f32 kernel, and 0 times an
+            // infinite value is NaN there, not the infinity a tiny f64 weight would give
+            let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).map(|w| if w as f32 == 0.0 { 0.0 } else { w }).collect();
+            let total: f64 = weights.iter().sum();
+            for c in 0..d {
+                out.push((0..visible).map(|j| weights[j] * v[row(j) + c]).sum::<f64>() / total);
+            }
+        }
+    }
+    Ok([("out".to_string(), out)].into())
+}
+
+/// Qwen3-Next's gated RMSNorm: out[r, :] = x / sqrt(mean(x^2) + eps) * weight * silu(z[r, :])
+fn rms_gated(x: &OracleInput) -> Result<Outputs, String> {
+    let (rows, k) = (x.symbol("rows")?, x.symbol("k")?);
+    let (input, gate, weight, eps) = (x.input("x")?, x.input("z")?, x.input("weight")?, x.param("eps")?);
+    let out = (0..rows)
+        .flat_map(|r| rms_row(&input[r * k..(r + 1) * k], &weight[..k], eps).zip(&gate[r * k..(r + 1) * k]).map(|(n, z)| n * silu(*z)))
+        .collect();
+    Ok([("out".to_string(), out)].into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,7 +584,19 @@ mod tests {
             &[("partials", vec![10.0, 20.0]), ("tile_max", vec![0., -1.]), ("tile_sum", vec![1., 1.])],
         );
         let want = (10.0 + (-1f64).exp() * 20.0) / (1.0 + (-1f64).exp());
-        assert!((out["out"][0] - want).abs() < 1e-12);
+        assert!((out["out"][0] - want).abs() < 1e-6 * want, "the weights are f32 values: {} {want}", out["out"][0]);
+    }
+
+    #[test]
+    fn a_weight_under_f32s_range_times_an_infinity_is_nan_as_in_f32() {
+        // tile 1's weight e^-200 is 0 in f32: 0 * -inf is NaN there, not -inf
+        let out = run(
+            "sum_partials",
+            &[("rows", 1), ("tiles", 2), ("d", 2)],
+            &[("partials", vec![1.0, 2.0, f64::NEG_INFINITY, 3.0]), ("tile_max", vec![200., 0.]), ("tile_sum", vec![1., 1.])],
+        );
+        assert!(out["out"][0].is_nan(), "{:?}", out["out"]);
+        assert_eq!(out["out"][1], 2.0);
     }
 
     #[test]
@@ -638,5 +823,135 @@ mod tests {
         // whole quarter turns are exact: a half turn is exactly -1 and 0
         assert_eq!(sin_cos_turns(0.5), (0.0, -1.0));
         assert_eq!(sin_cos_turns(1e6 + 0.25), (1.0, -0.0));
+    }
+
+    #[test]
+    fn conv1d_causal_runs_over_the_state_then_the_tokens() {
+        // width 3 on one channel: state rows 1, 2 (oldest first), tokens 3, 4, taps 1, 10, 100
+        let inputs = |state: Vec<f64>, tokens: Vec<f64>| {
+            vec![("x", tokens), ("weight", vec![1.0, 10.0, 100.0]), ("bias", vec![0.5]), ("state_in", state)]
+        };
+        let plain = [("has_bias", 1.0), ("silu", 0.0)];
+        let out = run_with("conv1d_causal", &[("tokens", 2), ("channels", 1), ("width", 3)], &plain, &inputs(vec![1., 2.], vec![3., 4.]));
+        assert_eq!(out["out"], vec![0.5 + 1. + 20. + 300., 0.5 + 2. + 30. + 400.]);
+        assert_eq!(out["state_out"], vec![3., 4.]);
+        // one token: the state shifts up by one row and the token joins it; no bias, then silu
+        let gated = [("has_bias", 0.0), ("silu", 1.0)];
+        let out = run_with("conv1d_causal", &[("tokens", 1), ("channels", 1), ("width", 3)], &gated, &inputs(vec![1., 2.], vec![-0.03]));
+        let v: f64 = 1. + 20. - 3.;
+        assert_eq!(out["out"], vec![v / (1. + (-v).exp())]);
+        assert_eq!(out["state_out"], vec![2., -0.03]);
+        // two channels: each runs over its own column of the state and the tokens
+        let out = run_with(
+            "conv1d_causal",
+            &[("tokens", 1), ("channels", 2), ("width", 2)],
+            &plain,
+            &[("x", vec![3., 5.]), ("weight", vec![1., 2., -1., 1.]), ("bias", vec![0., 1.]), ("state_in", vec![7., 11.])],
+        );
+        assert_eq!(out["out"], vec![7. + 6., 1. - 11. + 5.]);
+        assert_eq!(out["state_out"], vec![3., 5.]);
+    }
+
+    #[test]
+    fn delta_rule_step_by_hand() {
+        // one head, dk = 2, dv = 1: S = [2, 4] decays by 1/2 to [1, 2]; k = [1, 0] recalls 1;
+        // beta 1/2 of (v = 3) - 1 is 1, added along k: [2, 2]; q = [1, 1] at scale 1/2 reads 2
+        let out = run_with(
+            "delta_rule_step",
+            &[("heads", 1), ("k_heads", 1), ("dk", 2), ("dv", 1)],
+            &[("scale", 0.5)],
+            &[
+                ("state_in", vec![2., 4.]),
+                ("q", vec![1., 1.]),
+                ("k", vec![1., 0.]),
+                ("v", vec![3.]),
+                ("g", vec![0.5f64.ln()]),
+                ("beta", vec![0.5]),
+            ],
+        );
+        assert!((out["state_out"][0] - 2.).abs() < 1e-15 && (out["state_out"][1] - 2.).abs() < 1e-15, "{:?}", out["state_out"]);
+        assert!((out["out"][0] - 2.).abs() < 1e-15);
+        // two value heads share the one key head; head 1's beta 0 and g 0 leave its state as it was
+        let out = run_with(
+            "delta_rule_step",
+            &[("heads", 2), ("k_heads", 1), ("dk", 1), ("dv", 2)],
+            &[("scale", 1.0)],
+            &[
+                ("state_in", vec![1., 2., 3., 4.]),
+                ("q", vec![2.]),
+                ("k", vec![1.]),
+                ("v", vec![5., 5., 9., 9.]),
+                ("g", vec![0., 0.]),
+                ("beta", vec![1., 0.]),
+            ],
+        );
+        assert_eq!(out["state_out"], vec![5., 5., 3., 4.]);
+        assert_eq!(out["out"], vec![10., 10., 6., 8.]);
+    }
+
+    #[test]
+    fn l2_norm_by_hand() {
+        let out = run_with("l2_norm", &[("rows", 2), ("k", 2)], &[("eps", 0.0)], &[("x", vec![3., -4., 0., 5.])]);
+        assert_eq!(out["out"], vec![0.6, -0.8, 0., 1.]);
+        // eps keeps a zero row zero, and is taken as the kernel's float
+        let out = run_with("l2_norm", &[("rows", 2), ("k", 1)], &[("eps", 0.1)], &[("x", vec![0., 0.3])]);
+        assert_eq!(out["out"], vec![0., 0.3 / (0.09 + 0.1f32 as f64).sqrt()]);
+    }
+
+    #[test]
+    fn quant_matvec_dequantises_every_row_of_w() {
+        // k = 32 codes of 4 bits in 4 words; row 0 all code 1, row 1 codes 0..7 repeated; groups of 32
+        let ones = vec![0x1111_1111u32 as f64; 4];
+        let ramp = vec![0x7654_3210u32 as f64; 4];
+        let symbols = [("rows", 2), ("n", 2), ("k", 32), ("bits", 4), ("group", 32)];
+        let x: Vec<f64> = [vec![1.0; 32], (0..32).map(f64::from).collect()].concat();
+        let out = run(
+            "quant_matvec",
+            &symbols,
+            &[("x", x), ("w", [ones, ramp].concat()), ("scales", vec![0.5, 2.]), ("biases", vec![-1., 0.25])],
+        );
+        // row 0 of W is -0.5 everywhere, row 1 is 2 (c % 8) + 0.25
+        let w1 = |c: usize| 2. * (c % 8) as f64 + 0.25;
+        let want = [-16., (0..32).map(w1).sum(), (0..32).map(|c| -0.5 * c as f64).sum(), (0..32).map(|c| c as f64 * w1(c)).sum()];
+        assert_eq!(out["y"], want.to_vec());
+    }
+
+    #[test]
+    fn attention_prefill_is_causal_grouped_and_max_shifted() {
+        // two queries, the last two of two positions, one head, d = 1: query 0 sees key 0 alone;
+        // query 1 sees keys 0 and 1, scores 0 and ln 3 at scale 1: weights 1/4 and 3/4
+        let ln3 = 3f64.ln();
+        let out = run_with(
+            "attention_prefill",
+            &[("q_len", 2), ("heads", 1), ("kv_len", 2), ("kv_heads", 1), ("d", 1)],
+            &[("scale", 1.0)],
+            &[("q", vec![1., 1.]), ("k", vec![0., ln3 as f32 as f64]), ("v", vec![1., 5.])],
+        );
+        assert_eq!(out["out"][0], 1.);
+        assert!((out["out"][1] - (1. + 15.) / 4.).abs() < 1e-6, "{:?}", out["out"]);
+        // one query after a cached key, two heads on one KV head, scores of 1000 and 0: no
+        // overflow, the larger one takes all the weight
+        let out = run_with(
+            "attention_prefill",
+            &[("q_len", 1), ("heads", 2), ("kv_len", 2), ("kv_heads", 1), ("d", 1)],
+            &[("scale", 1.0)],
+            &[("q", vec![1000., -1000.]), ("k", vec![1., 0.]), ("v", vec![2., 7.])],
+        );
+        assert_eq!(out["out"], vec![2., 7.]);
+    }
+
+    #[test]
+    fn rms_gated_by_hand() {
+        // row [2, -2]: mean of squares 4, + eps 5 = 9: x / 3 * weight, times silu(0) = 0 and
+        // silu(ln 3) = 0.75 ln 3
+        let ln3 = 3f64.ln();
+        let out = run_with(
+            "rms_gated",
+            &[("rows", 1), ("k", 2)],
+            &[("eps", 5.0)],
+            &[("x", vec![2., -2.]), ("z", vec![0., ln3]), ("weight", vec![1., 3.])],
+        );
+        assert_eq!(out["out"][0], 0.);
+        assert!((out["out"][1] - (-2. * 0.75 * ln3)).abs() < 1e-15);
     }
 }

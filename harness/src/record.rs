@@ -1,9 +1,10 @@
-//! `contracts record`: writes the figures a run measured into each contract's
-//! `[limits.<arch>]`, keeping the file's comments and layout. A contract with no budget for
-//! the arch gets a starting one (see `starting_budget`), to be tightened by its owner.
+//! `contracts record`: the figures a run measured, as each contract's `[limits.<arch>]` would
+//! hold them (keeping the file's comments and layout), shown as a diff and written only when
+//! accepted. A contract with no budget for the arch gets a starting one (see
+//! `starting_budget`), to be tightened by its owner.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use toml_edit::{DocumentMut, Item, Table, value};
 
@@ -20,32 +21,67 @@ fn starting_budget(arch: &str, figures: &BTreeMap<String, u64>) -> Vec<(&'static
     }
 }
 
-/// Rewrites the recorded figures of every contract the run measured; returns one line per
-/// file and how many files changed.
-pub fn write_recorded(run: &RunReport, contracts_dir: &Path) -> Result<(Vec<String>, usize), String> {
+/// What `contracts record` would write: one line per contract the run measured, and each
+/// contract whose figures changed with its text before and after.
+#[derive(Debug)]
+pub struct Plan {
+    pub lines: Vec<String>,
+    pub changes: Vec<Change>,
+}
+
+/// One contract's recorded figures, rewritten.
+#[derive(Debug)]
+pub struct Change {
+    /// As the report names it (`contracts/tf_add.toml`).
+    pub file: String,
+    pub path: PathBuf,
+    pub before: String,
+    pub after: String,
+}
+
+impl Change {
+    /// The change as a unified diff of the file, as `cargo insta` shows a snapshot's.
+    pub fn diff(&self) -> String {
+        similar::TextDiff::from_lines(&self.before, &self.after)
+            .unified_diff()
+            .context_radius(2)
+            .header(&format!("{} (recorded)", self.file), &format!("{} (measured)", self.file))
+            .to_string()
+    }
+}
+
+/// The recorded figures of every contract the run measured, as they would be written: nothing
+/// is written here.
+pub fn plan(run: &RunReport, contracts_dir: &Path) -> Result<Plan, String> {
     let mut by_file: BTreeMap<&str, (&BTreeMap<String, u64>, &str)> = BTreeMap::new();
     for record in &run.records {
         if let Some(limits) = &record.limits {
             by_file.entry(record.contract_file.as_str()).or_insert((&limits.figures, &limits.compiler));
         }
     }
-    let mut lines = Vec::new();
-    let mut changed = 0;
+    let mut plan = Plan { lines: Vec::new(), changes: Vec::new() };
     for (file, (figures, compiler)) in by_file {
         let name = Path::new(file).file_name().ok_or_else(|| format!("{file}: no file name"))?;
         let path = contracts_dir.join(name);
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let shown: Vec<String> = figures.iter().map(|(k, v)| format!("{k} {v}")).collect();
         match recorded(&text, &run.arch, figures, compiler).map_err(|e| format!("{file}: {e}"))? {
-            Some(new_text) => {
-                std::fs::write(&path, new_text).map_err(|e| format!("{}: {e}", path.display()))?;
-                changed += 1;
-                lines.push(format!("{file}: [limits.{}] {}", run.arch, shown.join(", ")));
+            Some(after) => {
+                plan.lines.push(format!("{file}: [limits.{}] {}", run.arch, shown.join(", ")));
+                plan.changes.push(Change { file: file.to_string(), path, before: text, after });
             }
-            None => lines.push(format!("{file}: [limits.{}] {} as recorded, left as it is", run.arch, shown.join(", "))),
+            None => plan.lines.push(format!("{file}: [limits.{}] {} as recorded, left as it is", run.arch, shown.join(", "))),
         }
     }
-    Ok((lines, changed))
+    Ok(plan)
+}
+
+/// Writes every change of the plan (`contracts record --accept`).
+pub fn apply(plan: &Plan) -> Result<(), String> {
+    for change in &plan.changes {
+        std::fs::write(&change.path, &change.after).map_err(|e| format!("{}: {e}", change.path.display()))?;
+    }
+    Ok(())
 }
 
 /// The contract's text with `figures` recorded under `[limits.<arch>]`, or None when every

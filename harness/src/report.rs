@@ -177,6 +177,10 @@ pub struct Summary {
     pub static_only: bool,
     /// What ended the run before it finished (`SIGINT`, `exit()`): the counts are of what finished.
     pub interrupted: Option<String>,
+    /// Outputs of the run (the JSON report, JUnit, triage pages) that could not be written;
+    /// known only after they were, so never in the JSON report itself.
+    #[serde(skip)]
+    pub not_written: usize,
 }
 
 impl Summary {
@@ -208,6 +212,7 @@ impl Summary {
             load_errors: report.contract_errors.len(),
             static_only: report.gates_run == [Gate::Limits],
             interrupted: report.interrupted.clone(),
+            not_written: 0,
         }
     }
 
@@ -231,12 +236,13 @@ impl Summary {
 
 /// 0: every record passed and every control went red as planted; 1: a record failed, a
 /// control was missed, or a contract or control did not load (the others still ran); 2:
-/// nothing could run (no record and no control); an interrupted run, what `interrupted_code`
-/// says.
+/// nothing could run (no record and no control), or an output of the run (its report, JUnit,
+/// triage pages) could not be written: the harness failing its job, not a kernel failing a
+/// gate; an interrupted run, what `interrupted_code` says.
 pub fn exit_code(summary: &Summary) -> i32 {
     if let Some(cause) = &summary.interrupted {
         interrupted_code(cause)
-    } else if summary.records == 0 && summary.controls == 0 {
+    } else if summary.not_written > 0 || summary.records == 0 && summary.controls == 0 {
         2
     } else if summary.fail > 0 || summary.missed > 0 || summary.load_errors > 0 {
         1
@@ -340,6 +346,11 @@ pub fn write_json(path: &Path, report: &RunReport, summary: &Summary) -> Result<
 /// `text` at `path` as [`write_json`] writes a report: whole or not at all, only to a
 /// regular file (the coverage report goes through it too).
 pub fn write_text(path: &Path, text: &str) -> Result<(), WriteError> {
+    write_bytes(path, text.as_bytes())
+}
+
+/// `bytes` at `path`, whole or not at all, only to a regular file (as [`write_text`]).
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     refuse_non_regular(path)?;
@@ -354,7 +365,7 @@ pub fn write_text(path: &Path, text: &str) -> Result<(), WriteError> {
         .suffix(".partial")
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)?;
-    staged.write_all(text.as_bytes())?;
+    staged.write_all(bytes)?;
     staged.as_file().sync_all()?;
     // again just before the rename: what stands there now is what would be replaced
     refuse_non_regular(path)?;
@@ -381,6 +392,7 @@ mod tests {
             block_threads: 256,
             cross_backend: None,
             phases: Default::default(),
+            seams: Vec::new(),
         }
     }
 
@@ -410,6 +422,7 @@ mod tests {
             notes: Vec::new(),
             seconds: 0.1,
             phases: Default::default(),
+            triage: Vec::new(),
         }
     }
 
@@ -431,7 +444,7 @@ mod tests {
     }
 
     fn control(bug: &str, gate: Gate) -> ControlInfo {
-        ControlInfo { file: "controls/x.toml".into(), bug: bug.into(), planted: Planted::Gate(gate), source: "controls/x.hip".into() }
+        ControlInfo { file: "controls/x.toml".into(), bug: bug.into(), planted: Planted::Gate(gate), source: Some("controls/x.hip".into()) }
     }
 
     #[test]
@@ -492,7 +505,7 @@ mod tests {
             file: "controls/faults/x.toml".into(),
             bug: "one store lands 2^40 elements past the output".into(),
             planted: Planted::Fault(fault),
-            source: "controls/faults/x.hip".into(),
+            source: Some("controls/faults/x.hip".into()),
         };
         let faulted = |fault: Fault, got: Option<Fault>, outcome: Outcome, error: Option<&str>| {
             let mut r = record("f32", outcome, "exact");

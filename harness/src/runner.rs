@@ -12,14 +12,17 @@ use engine::ops::{OpCall, Role};
 use engine::tensor::Tensor;
 use serde::Serialize;
 
+use crate::builds::{self, Checker};
+use crate::checked;
 use crate::confine::Confinement;
 use crate::contract::{Case, Contract, ContractError, Control, Finding, KERNEL_TENSOR, NonfinitePolicy, Record};
+use crate::events::Forward;
+pub use crate::events::{CaseData, CaseDone, CaseWatcher, TensorData};
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
-use crate::inputs::tensor_seed;
+use crate::inputs::{Planting, Sites, tensor_seed};
 use crate::limits::{self, LimitsReport};
-use crate::oracle::OracleInput;
 use crate::phases::{Lap, Phases};
 use rayon::prelude::*;
 
@@ -31,6 +34,12 @@ pub struct Settings {
     pub contracts_dir: PathBuf,
     pub controls_dir: PathBuf,
     pub kernels_dir: PathBuf,
+    /// `--include` folders: searched by every kernel's includes, after its contract's own.
+    pub include_dirs: Vec<PathBuf>,
+    /// The HIP header shims (`hip/hip_runtime.h` and friends), searched last.
+    pub hip_headers: Option<PathBuf>,
+    /// The kernel cache (C++ reference functions are built into it too).
+    pub cache_dir: PathBuf,
     /// Run only these ops (all when empty).
     pub only: Vec<String>,
     pub run_controls: bool,
@@ -51,6 +60,14 @@ pub struct Settings {
     /// contracts after it are not run. For `contracts mutate`, where one red record is the
     /// whole answer.
     pub fail_fast: bool,
+    /// Run only the records of these names (`--record`, all when empty).
+    pub records: Vec<String>,
+    /// Run only this shape case, by its index in `[shapes].cases` (`--case`).
+    pub case: Option<usize>,
+    /// Run only the ops of this CI job's share (`--partition k/n`).
+    pub partition: Option<crate::selection::Partition>,
+    /// Emit each case's inputs, outputs and oracle as an event (`--dump`; in-process runs).
+    pub case_data: bool,
 }
 
 /// The time limit of a record whose contract and control set none, and no flag either: the
@@ -63,16 +80,42 @@ pub const DEFAULT_BUILD_TIMEOUT_SECONDS: u64 = 900;
 
 pub const DEFAULT_SEED: u64 = 0x6b65_726e_656c;
 
-/// A case's planted copy (NaN and infinities in every float input, gate 1) runs when all of
-/// its tensors together hold at most this many elements: the edges it plants sit in the
-/// first, the last and one seeded element, which small cases reach as well as large ones.
+/// A case's planted copies (NaN and infinities in its float inputs, gate 1) run when all of
+/// its tensors together hold at most this many elements: what they plant (a NaN in most rows,
+/// the infinities at the last and one seeded element) small cases reach as well as large ones.
 pub const NONFINITE_CASE_ELEMENTS: usize = 1 << 16;
 
-/// Which inputs a case runs on: the contract's, or its copy with non-finite values planted.
+/// Which inputs a case runs on: the contract's, or a copy with non-finite values planted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Inputs {
     AsGenerated,
-    NonFinitePlanted,
+    Planted(Planting),
+}
+
+/// Gate 1's planted copies of one case of a record: every float input at once, then, where
+/// there are several, each alone (`index` and the run's `seed` give its values' seed).
+fn plantings(contract: &Contract, record: &Record, seed: u64, index: usize) -> Vec<Inputs> {
+    let floats: Vec<&'static str> =
+        contract.op.tensors.iter().filter(|t| t.role == Role::Input && record.dtypes[t.name].is_float()).map(|t| t.name).collect();
+    let alone = floats.iter().filter(|_| floats.len() > 1);
+    let alone = alone.map(|&tensor| Planting::Alone { tensor, seed: tensor_seed(seed, contract.op.name, tensor, index) });
+    let together = Planting::Together { seed: tensor_seed(seed, contract.op.name, "", index) };
+    std::iter::once(together).chain(alone).map(Inputs::Planted).collect()
+}
+
+/// How a failure names a planted copy of a case.
+fn planted_text(planting: Planting) -> String {
+    match planting {
+        Planting::Together { .. } => "with NaN and infinities planted".to_string(),
+        Planting::Alone { tensor, .. } => format!("with NaN and infinities planted in {tensor} alone"),
+    }
+}
+
+/// An input's place among its op's float inputs: planted together, inputs of even and odd
+/// places hold infinities of opposite signs at their last element.
+fn float_ordinal(contract: &Contract, tensor: &str) -> usize {
+    let floats = contract.op.tensors.iter().filter(|t| t.role == Role::Input && t.dtypes.iter().all(|d| d.is_float()));
+    floats.take_while(|t| t.name != tensor).count()
 }
 
 /// The cases whose planted copies run: every small one, else the smallest; never a GPU-only one.
@@ -157,7 +200,9 @@ pub struct ControlInfo {
     pub file: String,
     pub bug: String,
     pub planted: Planted,
-    pub source: String,
+    /// The control's kernel; none where it plants only parameters.
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 impl ControlInfo {
@@ -187,6 +232,10 @@ pub struct CaseReport {
     /// Where the case's time went.
     #[serde(default)]
     pub phases: Phases,
+    /// Gate 5: each cut's and batch's pieces, and the rows of each output that differed from
+    /// the whole batch's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seams: Vec<crate::seams::SeamCheck>,
 }
 
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -241,6 +290,10 @@ pub struct RecordResult {
     /// The cases' phases summed (`seconds` also holds the process, module and limits).
     #[serde(default)]
     pub phases: Phases,
+    /// For a failing record: each failing output's mismatches in its first failing case,
+    /// summarized for the triage page.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triage: Vec<crate::triage::Triage>,
 }
 
 impl RecordResult {
@@ -278,11 +331,31 @@ pub enum Event<'a> {
         arch: &'a str,
         cases: &'a [String],
     },
+    /// What the run will run, once its contracts and controls loaded.
+    Planned {
+        records: usize,
+        controls: usize,
+    },
+    /// A record (or a control: `control` names its bug) is about to run; in an isolated run,
+    /// when its child process takes it up.
+    RecordStarted {
+        op: &'a str,
+        record: &'a str,
+        control: Option<&'a str>,
+    },
+    /// One case of the record in flight finished (plain or with non-finite values planted).
+    CaseFinished(&'a CaseDone),
+    /// A case's inputs, first outputs and oracle (only with `Settings::case_data`).
+    CaseData(&'a CaseData<'a>),
+    /// A record finished.
     Record(&'a RecordResult),
+    /// A control finished.
     Control(&'a RecordResult),
+    /// The run is over: what it ran, as the report holds it.
+    Finished(&'a RunReport),
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Timing {
     pub build_seconds: f64,
     pub run_seconds: f64,
@@ -341,14 +414,31 @@ impl Serialize for ContractError {
     }
 }
 
-/// The gates a backend runs: 1-3 everywhere; limits and seams come with the backends and
-/// contracts that define them.
+/// The gates a backend runs: 1-3 everywhere, limits where modules report live figures;
+/// seams comes with the contracts that declare a row axis (`gates_of_run`).
 pub fn gates_for(backend: &dyn Backend) -> Vec<Gate> {
     let mut gates = vec![Gate::Nonfinite, Gate::Repeat, Gate::Shapes];
     if backend.has_live_limits() {
         gates.push(Gate::Limits);
     }
     gates
+}
+
+/// A run's gates: the backend's, and seams where some contract declares a row axis.
+pub fn gates_of_run(backend_gates: &[Gate], contracts: &[Contract]) -> Vec<Gate> {
+    let mut gates = backend_gates.to_vec();
+    if !gates.contains(&Gate::Seams) && contracts.iter().any(|c| c.seams.axis().is_some()) {
+        gates.push(Gate::Seams);
+    }
+    gates
+}
+
+/// The gates a record of `contract` (or a control) runs: the run's, less seams where the
+/// contract says its rows are not independent, or for a control planted elsewhere: gate 5's
+/// pieces are launches of their own, and they prove nothing about the gate a control is for.
+pub fn gates_of_record(gates_run: &[Gate], contract: &Contract, control: Option<&Control>) -> Vec<Gate> {
+    let seams = contract.seams.axis().is_some() && control.is_none_or(|c| c.planted == Planted::Gate(Gate::Seams));
+    gates_run.iter().copied().filter(|g| *g != Gate::Seams || seams).collect()
 }
 
 fn display(root: &Path, path: &Path) -> String {
@@ -392,11 +482,12 @@ pub fn run_compared(
     let started = Instant::now();
     let arch = backend.arch();
     let toolchain = backend.toolchain();
-    let gates_run = gates_for(backend);
+    let mut report = RunReport::empty(&arch, backend.name(), &toolchain, settings, settings.repeats, &gates_for(backend));
+    let contracts = load_contracts(settings, &mut report);
+    let gates_run = gates_of_run(&gates_for(backend), &contracts);
+    report.gates_run = gates_run.clone();
     on_event(&Event::Started { arch: &arch, backend: backend.name(), toolchain: &toolchain, gates_run: &gates_run });
-    let mut report = RunReport::empty(&arch, backend.name(), &toolchain, settings, settings.repeats, &gates_run);
-
-    let (contracts, controls) = load(settings, &arch, &gates_run, &mut report, on_event);
+    let controls = load_controls(settings, &arch, &gates_run, &contracts, &mut report, on_event);
 
     // build every kernel source first, on all cores
     let build_started = Instant::now();
@@ -408,15 +499,23 @@ pub fn run_compared(
 
     let run_started = Instant::now();
     let mut inputs = InputCache::default();
-    let context = RunContext { backend, settings, gates_run: &gates_run, reference, reference_modules: &reference_modules, on_case: None };
+    // the cases' events go out through the same callback as the records'
+    let forward = Forward::new(on_event);
+    let context = RunContext {
+        backend,
+        settings,
+        gates_run: &gates_run,
+        reference,
+        reference_modules: &reference_modules,
+        on_case: None,
+        watcher: Some(&forward),
+    };
     'contracts: for contract in &contracts {
-        let module = match contract.op.source {
-            Some(source) => modules[&settings.kernels_dir.join(source)].clone().map(Some),
-            None => Ok(None),
-        };
-        for record in &contract.records {
-            let result = run_record(&context, contract, record, &module, None, &mut inputs);
-            on_event(&Event::Record(&result));
+        let loaded = Loaded::of(settings, contract, None, &modules, builds::build_reference(settings, contract));
+        for record in settings.records_of(contract) {
+            forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: None });
+            let result = run_record(&context, contract, record, &loaded, None, &mut inputs);
+            forward.emit(&Event::Record(&result));
             let red = result.red();
             report.records.push(result);
             if red && settings.fail_fast {
@@ -427,13 +526,15 @@ pub fn run_compared(
     for control in controls.iter().filter(|_| !(settings.fail_fast && report.records.iter().any(RecordResult::red))) {
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         let record = contract.record(&control.record).unwrap();
-        let module = modules[&control.source].clone().map(Some);
-        let result = run_record(&context, contract, record, &module, Some(control), &mut inputs);
-        on_event(&Event::Control(&result));
+        let loaded = Loaded::of(settings, contract, Some(control), &modules, builds::build_reference(settings, contract));
+        forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: Some(&control.bug) });
+        let result = run_record(&context, contract, record, &loaded, Some(control), &mut inputs);
+        forward.emit(&Event::Control(&result));
         report.controls.push(result);
     }
     report.timing.run_seconds = run_started.elapsed().as_secs_f64();
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    forward.emit(&Event::Finished(&report));
     report
 }
 
@@ -445,7 +546,14 @@ pub(crate) fn load(
     report: &mut RunReport,
     on_event: &mut dyn FnMut(&Event),
 ) -> (Vec<Contract>, Vec<Control>) {
-    // contracts, one op each
+    let contracts = load_contracts(settings, report);
+    let controls = load_controls(settings, arch, gates_run, &contracts, report, on_event);
+    (contracts, controls)
+}
+
+/// The contracts in scope, one op each; each one that cannot load goes to the report's
+/// errors (said, with the controls', by `load_controls`). The run's gates follow from them.
+pub(crate) fn load_contracts(settings: &Settings, report: &mut RunReport) -> Vec<Contract> {
     let mut contracts: Vec<Contract> = Vec::new();
     let confined = confinement(settings);
     if !settings.contracts_dir.is_dir() {
@@ -467,8 +575,8 @@ pub(crate) fn load(
                         key: "op".into(),
                         message: format!("op `{}` already has a contract: {}", c.op.name, first.file),
                     });
-                } else if settings.only.is_empty() || settings.only.iter().any(|o| o == c.op.name) {
-                    match kernel_inside(&confined, settings, &c) {
+                } else if settings.selects_op(c.op.name) {
+                    match builds::files_inside(&confined, settings, &c) {
                         Ok(()) => contracts.push(c),
                         Err(e) => report.contract_errors.push(e),
                     }
@@ -477,6 +585,21 @@ pub(crate) fn load(
             Err(e) => report.contract_errors.push(e),
         }
     }
+    settings.drop_cases_out_of_range(&mut contracts, &mut report.contract_errors);
+    contracts
+}
+
+/// The controls that apply here (`gates_run` are the run's), then every load error, the
+/// controls not run and the cases not run, said as events.
+pub(crate) fn load_controls(
+    settings: &Settings,
+    arch: &str,
+    gates_run: &[Gate],
+    contracts: &[Contract],
+    report: &mut RunReport,
+    on_event: &mut dyn FnMut(&Event),
+) -> Vec<Control> {
+    let confined = confinement(settings);
     let mut controls: Vec<Control> = Vec::new();
     let mut not_applicable: Vec<String> = Vec::new();
     if settings.run_controls {
@@ -488,21 +611,21 @@ pub(crate) fn load(
                     // said even when --only leaves the op out: a control for no op is wrong everywhere
                     return Err(c.error("contract", format!("no op `{}` in the engine, so no contract for it", c.contract)));
                 }
-                if !settings.only.is_empty() && !settings.only.contains(&c.contract) {
+                if !settings.selects_op(&c.contract) {
                     return Ok(None);
                 }
                 let contract = contracts
                     .iter()
                     .find(|k| k.op.name == c.contract)
                     .ok_or_else(|| c.error("contract", format!("no loaded contract for op `{}`", c.contract)))?;
-                if contract.record(&c.record).is_none() {
-                    let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
-                    return Err(
-                        c.error("record", format!("{} has no record `{}` (records: {})", contract.file, c.record, names.join("; ")))
-                    );
+                c.check_against(contract)?;
+                if !settings.selects_record(&c.record) {
+                    return Ok(None);
                 }
-                let include_dirs = [settings.kernels_dir.clone()];
-                confined.includes(&c.source, &c.source_display, &include_dirs).map_err(|e| c.error("source", e.to_string()))?;
+                if let (Some(source), Some(shown)) = (&c.source, &c.source_display) {
+                    let include_dirs = builds::include_dirs(settings, contract.kernel.as_ref());
+                    confined.includes(source, shown, &include_dirs).map_err(|e| c.error("source", e.to_string()))?;
+                }
                 if let Some(why) = not_run_here(&c, arch, gates_run, settings) {
                     not_applicable.push(format!("{} ({}): {why}", c.file, c.planted));
                     return Ok(None);
@@ -533,8 +656,9 @@ pub(crate) fn load(
         on_event(&Event::CasesNotRun { arch, cases: &not_run });
     }
     report.cases_not_run = not_run;
-
-    (contracts, controls)
+    let records = contracts.iter().map(|c| settings.records_of(c).count()).sum();
+    on_event(&Event::Planned { records, controls: controls.len() });
+    controls
 }
 
 /// Whether a case runs on `arch`, for a contract's record or for a control. A GPU-only case
@@ -544,10 +668,25 @@ pub fn case_runs(case: &Case, arch: &str, control: bool) -> bool {
     case.gpu_only.is_none() || !(arch.starts_with("host") || control)
 }
 
-/// Whether a contract's records run a GPU-only case on `arch` (an isolated run then runs
-/// such contracts one at a time).
-pub fn runs_gpu_only_cases(contract: &Contract, arch: &str) -> bool {
-    contract.cases.iter().any(|c| c.gpu_only.is_some() && case_runs(c, arch, false))
+/// The cases a record (or a control) runs on `arch`, by index: a control's own `cases` where
+/// it names them (a GPU-only one among them runs on a GPU), else every case that runs here.
+pub fn cases_run_for(contract: &Contract, arch: &str, control: Option<&Control>) -> Vec<usize> {
+    match control.and_then(|c| c.cases.as_ref()) {
+        Some(cases) => cases.iter().copied().filter(|i| case_runs(&contract.cases[*i], arch, false)).collect(),
+        None => (0..contract.cases.len()).filter(|i| case_runs(&contract.cases[*i], arch, control.is_some())).collect(),
+    }
+}
+
+/// The cases of a record (or a control) that `arch` does not run, with why: for a control
+/// with its own `cases`, those of them this arch cannot run.
+pub fn cases_not_run_for(contract: &Contract, arch: &str, control: Option<&Control>) -> Vec<String> {
+    match control.and_then(|c| c.cases.as_ref()) {
+        Some(cases) => cases_not_run(contract, arch, false)
+            .into_iter()
+            .filter(|line| cases.iter().any(|i| line.contains(&format!(" shapes.cases[{i}] "))))
+            .collect(),
+        None => cases_not_run(contract, arch, control.is_some()),
+    }
 }
 
 /// The cases of a contract that `arch` does not run, each as `file shapes.cases[i] {..}: why`
@@ -592,9 +731,11 @@ fn not_run_here(control: &Control, arch: &str, gates_run: &[Gate], settings: &Se
 }
 
 /// What a contract's or control's files may resolve into: the repository and the folders
-/// given on the command line.
+/// given on the command line, and the HIP header shims (the harness's own, wherever the
+/// kernel cache holds them).
 fn confinement(settings: &Settings) -> Confinement {
-    Confinement::new([&settings.root, &settings.contracts_dir, &settings.controls_dir, &settings.kernels_dir].map(PathBuf::as_path))
+    let given = [&settings.root, &settings.contracts_dir, &settings.controls_dir, &settings.kernels_dir];
+    Confinement::new(given.into_iter().chain(&settings.include_dirs).chain(&settings.hip_headers).map(PathBuf::as_path))
 }
 
 /// A contract or control file found in its folder, refused when it is a symlink that leads
@@ -609,80 +750,74 @@ fn found_inside(confined: &Confinement, settings: &Settings, path: &Path) -> Res
     })
 }
 
-/// The op's kernel in the kernels folder, and every header it includes, inside; said at the
-/// contract's `op`, which names that kernel.
-fn kernel_inside(confined: &Confinement, settings: &Settings, contract: &Contract) -> Result<(), ContractError> {
-    let Some(source) = contract.op.source else { return Ok(()) };
-    let path = settings.kernels_dir.join(source);
-    // a missing kernel is the build's to report, as a record error
-    if path.symlink_metadata().is_err() {
-        return Ok(());
-    }
-    let shown = display(&settings.root, &path);
-    let checked =
-        confined.resolve(&path, &shown).and_then(|_| confined.includes(&path, &shown, std::slice::from_ref(&settings.kernels_dir)));
-    checked.map_err(|e| ContractError {
-        file: contract.file.clone(),
-        line: contract.op_line,
-        key: "op".into(),
-        message: format!("the op's kernel: {e}"),
-    })
+pub(crate) use crate::builds::{Built, kernel_sources, source_of};
+
+/// What a record runs with: its kernel's module (none for a library op) and what its outputs
+/// are checked against.
+pub(crate) struct Loaded {
+    pub module: Result<Option<Arc<dyn Module>>, String>,
+    pub checker: Result<Checker, String>,
 }
 
-/// The kernel a record runs: its control's faulty copy, else its contract's kernel; none for
-/// an op a library serves, whose records always go through the library (a control for one
-/// plants a kernel named after the op, which its launcher runs in place of the library call).
-pub(crate) fn source_of(settings: &Settings, contract: &Contract, control: Option<&Control>) -> Option<KernelSource> {
-    let op = contract.op;
-    match (control, op.source, op.symbol) {
-        (Some(control), _, _) => Some(kernel_source(settings, &control.source, op.kernel_symbol())),
-        (None, Some(source), Some(symbol)) => Some(kernel_source(settings, &settings.kernels_dir.join(source), symbol)),
-        _ => None,
+impl Loaded {
+    /// From the run's modules, and the reference function `built` for the contract (if any).
+    pub(crate) fn of(
+        settings: &Settings,
+        contract: &Contract,
+        control: Option<&Control>,
+        modules: &Built,
+        built: Option<Result<PathBuf, String>>,
+    ) -> Loaded {
+        let module = match source_of(settings, contract, control) {
+            Some(source) => modules.get(&builds::key(&source)).cloned().unwrap_or_else(|| Err("not built".into())).map(Some),
+            None => Ok(None),
+        };
+        Loaded { module, checker: builds::load_checker(settings, contract, built, modules) }
     }
 }
-
-/// Every kernel a run builds: each contract's, then each control's.
-pub(crate) fn kernel_sources(settings: &Settings, contracts: &[Contract], controls: &[Control]) -> Vec<KernelSource> {
-    let of_contracts = contracts.iter().filter_map(|c| source_of(settings, c, None));
-    let of_controls = controls.iter().filter_map(|c| {
-        let contract = contracts.iter().find(|k| k.op.name == c.contract)?;
-        source_of(settings, contract, Some(c))
-    });
-    of_contracts.chain(of_controls).collect()
-}
-
-pub(crate) fn kernel_source(settings: &Settings, path: &Path, symbol: &str) -> KernelSource {
-    KernelSource {
-        path: path.to_path_buf(),
-        display_path: display(&settings.root, path),
-        kernels: vec![symbol.to_string()],
-        include_dirs: vec![settings.kernels_dir.clone()],
-    }
-}
-
-pub(crate) type Built = HashMap<PathBuf, Result<Arc<dyn Module>, String>>;
 
 /// Generated inputs by (seed, dtype, shape, planted or not): records of one op share their
 /// inputs, and a large table is generated once, not once per record.
 #[derive(Default)]
 pub(crate) struct InputCache(HashMap<InputKey, Arc<Vec<u8>>>);
 
-/// A tensor's seed, dtype and shape, and whether its copy has non-finite values planted.
-type InputKey = (u64, engine::DType, Vec<usize>, Inputs);
+/// A tensor's seed, dtype and shape, whether its copy has non-finite values planted, and
+/// the record whose own generator made it (none: the contract's).
+type InputKey = (u64, engine::DType, Vec<usize>, Inputs, Option<String>);
 
-/// The bytes of one input tensor of one case, as the contract's spec (and, for a planted
-/// copy, gate 1's non-finite values in a float input) makes them.
+/// The generator of an input tensor for a record: the record's own, else the contract's.
+pub(crate) fn input_spec<'a>(contract: &'a Contract, record: &'a Record, tensor: &str) -> &'a crate::inputs::InputSpec {
+    record.inputs.get(tensor).unwrap_or(&contract.inputs[tensor])
+}
+
+/// The bytes of one input tensor of one case, as the record's spec (and, for a planted copy,
+/// gate 1's non-finite values in a float input) makes them.
 pub(crate) fn generate_input(
     contract: &Contract,
+    record: &Record,
     tensor: &str,
-    dtype: engine::DType,
     case: &Case,
     seed: u64,
     inputs: Inputs,
 ) -> Result<Vec<u8>, String> {
-    let spec = &contract.inputs[tensor];
-    let spec = if inputs == Inputs::NonFinitePlanted && dtype.is_float() { spec.with_nonfinite() } else { spec.clone() };
-    spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("inputs.{tensor}: {e}"))
+    let dtype = record.dtypes[tensor];
+    let spec = input_spec(contract, record, tensor);
+    let key =
+        if record.inputs.contains_key(tensor) { format!("record `{}` inputs.{tensor}", record.name) } else { format!("inputs.{tensor}") };
+    let mut bytes = spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("{key}: {e}"))?;
+    if let Inputs::Planted(planting) = inputs
+        && dtype.is_float()
+    {
+        let sites = |name: &str, seed: u64| Sites::of_shape(&case.shapes[name], seed, float_ordinal(contract, name));
+        match planting {
+            Planting::Alone { tensor: planted, seed: its_seed } if planted != tensor => {
+                sites(planted, its_seed).zero_facing(&case.shapes[planted], &case.shapes[tensor], dtype, &mut bytes)
+            }
+            Planting::Together { seed: shared } => sites(tensor, shared).plant(dtype, &mut bytes),
+            Planting::Alone { .. } => sites(tensor, seed).plant(dtype, &mut bytes),
+        }
+    }
+    Ok(bytes)
 }
 
 pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
@@ -696,7 +831,7 @@ pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Buil
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(source) = sources.get(i) else { break };
                     let module = backend.load_module(source).map_err(|e| error_chain(&e));
-                    results.lock().unwrap().insert(source.path.clone(), module);
+                    results.lock().unwrap().insert(builds::key(source), module);
                 }
             });
         }
@@ -706,7 +841,7 @@ pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Buil
 
 /// Builds every source without loading it (so no code of a kernel runs), on all cores: a
 /// record's process builds before it sandboxes itself, and loads after.
-pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_built: &(dyn Fn(&Path, Result<(), String>) + Sync)) {
+pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_built: &(dyn Fn(&KernelSource, Result<(), String>) + Sync)) {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let threads = engine::backend::host::worker_count().clamp(1, 8);
     std::thread::scope(|scope| {
@@ -715,23 +850,23 @@ pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_bui
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(source) = sources.get(i) else { break };
-                    on_built(&source.path, backend.build_module(source).map_err(|e| error_chain(&e)));
+                    on_built(source, backend.build_module(source).map_err(|e| error_chain(&e)));
                 }
             });
         }
     });
 }
 
-/// Loads each source that built (`built` holds the build's outcome by path); one that did not
+/// Loads each source that built (`built` holds the build's outcome by key); one that did not
 /// keeps its build error, and is not built again.
-pub(crate) fn load_built(backend: &dyn Backend, sources: &[KernelSource], built: &HashMap<PathBuf, Result<(), String>>) -> Built {
+pub(crate) fn load_built(backend: &dyn Backend, sources: &[KernelSource], built: &HashMap<builds::SourceKey, Result<(), String>>) -> Built {
     let mut modules = Built::new();
     for source in sources {
-        let module = match built.get(&source.path) {
+        let module = match built.get(&builds::key(source)) {
             Some(Err(e)) => Err(e.clone()),
             _ => backend.load_module(source).map_err(|e| error_chain(&e)),
         };
-        modules.insert(source.path.clone(), module);
+        modules.insert(builds::key(source), module);
     }
     modules
 }
@@ -758,6 +893,8 @@ pub(crate) struct RunContext<'a> {
     pub reference_modules: &'a Built,
     /// Told the case about to run, so a crash can be placed in it.
     pub on_case: Option<&'a dyn Fn(&str)>,
+    /// Told each case that finished, and its data where the settings ask for it.
+    pub watcher: Option<&'a dyn CaseWatcher>,
 }
 
 /// A record's result before anything ran: what the runner knows from the contract alone.
@@ -768,7 +905,7 @@ pub(crate) fn new_result(contract: &Contract, record: &Record, control: Option<&
         contract_file: contract.file.clone(),
         control: control.map(ControlInfo::of),
         outcome: Outcome::Pass,
-        gates_run: gates_run.to_vec(),
+        gates_run: gates_of_record(gates_run, contract, control),
         failures: Vec::new(),
         failure_sites: Vec::new(),
         findings: Vec::new(),
@@ -787,6 +924,7 @@ pub(crate) fn new_result(contract: &Contract, record: &Record, control: Option<&
         notes: Vec::new(),
         seconds: 0.0,
         phases: Phases::default(),
+        triage: Vec::new(),
     }
 }
 
@@ -804,7 +942,7 @@ pub(crate) fn faulted_result(
     result.fault = fault;
     result.error = Some(error);
     result.seconds = seconds;
-    result.outcome = decide(&mut result, contract, control, arch, gates_run);
+    result.outcome = decide(&mut result, contract, control, arch, gates_run, false);
     result
 }
 
@@ -812,39 +950,63 @@ pub(crate) fn run_record(
     context: &RunContext,
     contract: &Contract,
     record: &Record,
-    module: &Result<Option<Arc<dyn Module>>, String>,
+    loaded: &Loaded,
     control: Option<&Control>,
     inputs: &mut InputCache,
 ) -> RecordResult {
+    let module = &loaded.module;
     let RunContext { backend, gates_run, .. } = *context;
     let started = Instant::now();
     let mut result = new_result(contract, record, control, gates_run);
+    // a control's parameters in place of the record's
+    let applied = control.filter(|c| !c.params.is_empty()).map(|c| c.applied_to(record));
+    let record = applied.as_ref().unwrap_or(record);
     let arch = backend.arch();
-    result.cases_not_run = cases_not_run(contract, &arch, control.is_some());
-    let plain: Vec<(usize, Inputs)> = (0..contract.cases.len())
-        .filter(|i| case_runs(&contract.cases[*i], &arch, control.is_some()))
+    result.cases_not_run = cases_not_run_for(contract, &arch, control);
+    let plain: Vec<(usize, Inputs)> = cases_run_for(contract, &arch, control)
+        .into_iter()
+        .filter(|i| context.settings.selects_case(*i))
         .map(|i| (i, Inputs::AsGenerated))
         .collect();
-    let planted = nonfinite_cases(contract).into_iter().map(|i| (i, Inputs::NonFinitePlanted));
-    match module {
+    let chosen = control.and_then(|c| c.cases.as_ref());
+    let seed = context.settings.seed;
+    let planted = nonfinite_cases(contract)
+        .into_iter()
+        .filter(|i| chosen.is_none_or(|cases| cases.contains(i)) && context.settings.selects_case(*i))
+        .flat_map(|i| plantings(contract, record, seed, i).into_iter().map(move |p| (i, p)));
+    match module.as_ref().and_then(|m| loaded.checker.as_ref().map(|c| (m, c))) {
         Err(e) => result.error = Some(e.clone()),
-        Ok(module) => {
+        Ok((module, checker)) => {
             for (index, variant) in plain.into_iter().chain(planted) {
                 let case = &contract.cases[index];
                 let described = match variant {
                     Inputs::AsGenerated => case.describe(contract.op),
-                    Inputs::NonFinitePlanted => format!("{} with NaN and infinities planted", case.describe(contract.op)),
+                    Inputs::Planted(planting) => format!("{} {}", case.describe(contract.op), planted_text(planting)),
                 };
                 if let Some(on_case) = context.on_case {
                     on_case(&described);
                 }
-                match run_case(context, contract, record, module.as_deref(), (index, case), variant, inputs) {
-                    Ok((case_report, failures)) => {
+                let whose = Whose { control, described: &described };
+                let gates = &result.gates_run;
+                match run_case(context, (contract, record, gates), (module.as_deref(), checker), (index, case), variant, inputs, &whose) {
+                    Ok((case_report, failures, triage)) => {
                         result.phases.add(&case_report.phases);
                         match variant {
                             Inputs::AsGenerated => result.cases.push(case_report),
-                            Inputs::NonFinitePlanted => result.nonfinite_cases.push(case_report),
+                            Inputs::Planted(_) => result.nonfinite_cases.push(case_report),
                         }
+                        if let Some(watcher) = context.watcher {
+                            watcher.case_finished(&CaseDone {
+                                op: contract.op.name.to_string(),
+                                record: record.name.clone(),
+                                control: control.map(|c| c.bug.clone()),
+                                case_index: index,
+                                case: described.clone(),
+                                planted: matches!(variant, Inputs::Planted(_)),
+                                failures: failures.len(),
+                            });
+                        }
+                        crate::triage::keep_first(&mut result.triage, triage);
                         add_failures(&mut result, index, &described, failures);
                     }
                     Err(e) => {
@@ -891,7 +1053,8 @@ pub(crate) fn run_record(
             result.error = Some(lost);
         }
     }
-    result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run);
+    let partial = context.settings.case.is_some();
+    result.outcome = decide(&mut result, contract, control, backend.arch().as_str(), gates_run, partial);
     result.seconds = started.elapsed().as_secs_f64();
     result
 }
@@ -935,14 +1098,10 @@ fn compare_on(
     primary: &BTreeMap<&str, &[u8]>,
 ) -> Result<BTreeMap<String, u64>, String> {
     let op = contract.op;
-    let module = match op.source {
-        Some(source) => Some(
-            context
-                .reference_modules
-                .get(&context.settings.kernels_dir.join(source))
-                .ok_or("the reference backend has no module for the op")?
-                .clone()?,
-        ),
+    let module = match source_of(context.settings, contract, None) {
+        Some(source) => {
+            Some(context.reference_modules.get(&builds::key(&source)).ok_or("the reference backend has no module for the op")?.clone()?)
+        }
         None => None,
     };
     let text = |e: engine::EngineError| error_chain(&e);
@@ -1005,7 +1164,16 @@ fn add_limits_failure(result: &mut RecordResult, report: &LimitsReport, strict: 
 /// One function decides a record's outcome: a finding for the arch and record covers each
 /// failure of its gate and tensor whose message holds its `matches`, in its cases; a failure
 /// no finding covers fails the record, and so does a finding that covers nothing (stale).
-fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Control>, arch: &str, gates_run: &[Gate]) -> Outcome {
+/// A `partial` run (one case, `--case`) calls no finding stale: the failures it covers may be
+/// in the cases that did not run.
+fn decide(
+    result: &mut RecordResult,
+    contract: &Contract,
+    control: Option<&Control>,
+    arch: &str,
+    gates_run: &[Gate],
+    partial: bool,
+) -> Outcome {
     if let Some(control) = control {
         let red = match control.planted {
             Planted::Gate(gate) => result.error.is_none() && result.failed(gate),
@@ -1040,7 +1208,7 @@ fn decide(result: &mut RecordResult, contract: &Contract, control: Option<&Contr
     for (f, used) in applicable.iter().zip(&used) {
         if *used {
             result.findings.push(format!("{} ({}): {}", f.gate, f.tensor, f.reason));
-        } else {
+        } else if !partial {
             result.stale_findings.push(stale(f, result, contract));
         }
     }
@@ -1084,15 +1252,23 @@ fn stale(f: &Finding, result: &RecordResult, contract: &Contract) -> String {
 
 type CaseFailures = Vec<(Gate, String, Failure)>;
 
+/// Whose case runs: a record's (whose failing outputs are summarized for the triage page) or
+/// a control's, and the case as the record line names it.
+struct Whose<'a> {
+    control: Option<&'a Control>,
+    described: &'a str,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_case(
     context: &RunContext,
-    contract: &Contract,
-    record: &Record,
-    module: Option<&dyn Module>,
+    (contract, record, gates): (&Contract, &Record, &[Gate]),
+    (module, checker): (Option<&dyn Module>, &Checker),
     (index, case): (usize, &Case),
     variant: Inputs,
     inputs: &mut InputCache,
-) -> Result<(CaseReport, CaseFailures), String> {
+    whose: &Whose,
+) -> Result<(CaseReport, CaseFailures, Vec<crate::triage::Triage>), String> {
     let RunContext { backend, settings, .. } = *context;
     let op = contract.op;
     let text = |e: engine::EngineError| error_chain(&e);
@@ -1108,11 +1284,12 @@ fn run_case(
         let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
         if spec.role == Role::Input {
             let seed = tensor_seed(settings.seed, op.name, spec.name, index);
-            let key = (seed, dtype, shape.clone(), variant);
+            let own = record.inputs.contains_key(spec.name).then(|| record.name.clone());
+            let key = (seed, dtype, shape.clone(), variant, own);
             let bytes = match inputs.0.get(&key) {
                 Some(bytes) => bytes.clone(),
                 None => {
-                    let bytes = Arc::new(generate_input(contract, spec.name, dtype, case, seed, variant)?);
+                    let bytes = Arc::new(generate_input(contract, record, spec.name, case, seed, variant)?);
                     inputs.0.insert(key, bytes.clone());
                     bytes
                 }
@@ -1127,8 +1304,7 @@ fn run_case(
         tensors.insert(spec.name.to_string(), tensor);
     }
     phases.upload += lap.take();
-    let want = (contract.oracle)(&OracleInput { symbols: &case.symbols, params: &record.params, inputs: &input_values })
-        .map_err(|e| format!("oracle {}: {e}", contract.oracle_name))?;
+    let (want, want_bytes) = checked::want(checker, backend, contract, record, case, &input_values, &input_bytes)?;
     drop(input_values);
     phases.oracle += lap.take();
     let outputs: Vec<&str> = op.tensors.iter().filter(|t| t.role == Role::Output).map(|t| t.name).collect();
@@ -1136,7 +1312,7 @@ fn run_case(
         let expected = tensors[*name].elements();
         let given = want.get(*name).map_or(0, Vec::len);
         if given != expected {
-            return Err(format!("oracle {} gave {given} values for `{name}` of {expected} elements", contract.oracle_name));
+            return Err(format!("oracle {} gave {given} values for `{name}` of {expected} elements", contract.reference.name()));
         }
     }
 
@@ -1155,6 +1331,7 @@ fn run_case(
         block_threads: 0,
         cross_backend: None,
         phases: Phases::default(),
+        seams: Vec::new(),
     };
     for launch in 0..repeats {
         for name in &outputs {
@@ -1195,7 +1372,49 @@ fn run_case(
         report.cross_backend = Some(compare_on(reference, context, contract, record, case, &input_bytes, &first));
         lap.take();
     }
+    if settings.case_data
+        && let Some(watcher) = context.watcher
+    {
+        let tensor = |name: &'_ str| &tensors[name];
+        let data = CaseData {
+            op: op.name,
+            record: &record.name,
+            control: whose.control.map(|c| c.bug.as_str()),
+            case_index: index,
+            planted: matches!(variant, Inputs::Planted(_)),
+            inputs: input_bytes
+                .iter()
+                .map(|(name, bytes)| TensorData { name, dtype: tensor(name).dtype, shape: &tensor(name).shape, bytes })
+                .collect(),
+            outputs: outputs
+                .iter()
+                .map(|name| TensorData { name, dtype: tensor(name).dtype, shape: &tensor(name).shape, bytes: &launches[name][0] })
+                .collect(),
+            oracle: outputs.iter().map(|name| (*name, tensor(name).shape.as_slice(), want[*name].as_slice())).collect(),
+        };
+        watcher.case_data(&data);
+        lap.take();
+    }
     let mut failures: CaseFailures = Vec::new();
+    let mut triage = Vec::new();
+    let seams_here = variant == Inputs::AsGenerated && gates.contains(&Gate::Seams);
+    if let Some(axis) = contract.seams.axis().filter(|_| seams_here) {
+        lap.take();
+        let whole: BTreeMap<&str, &[u8]> = outputs.iter().map(|n| (*n, launches[n][0].as_slice())).collect();
+        let outcome =
+            run_seams(context, (contract, record, module), (index, case), axis, (&mut tensors, &input_bytes, whole), &mut phases)?;
+        report.seams = outcome.checks;
+        for (tensor, failure) in outcome.failures {
+            failures.push((Gate::Seams, tensor, failure));
+        }
+        // a wrong access only a piece made (the whole batch's first of each kind is said below)
+        for (plan, finding) in outcome.findings {
+            if let std::collections::btree_map::Entry::Vacant(slot) = memory.entry(finding.kind) {
+                slot.insert(MemoryFinding { message: format!("in {plan}: {}", finding.message), ..finding });
+            }
+        }
+        lap.take();
+    }
     for finding in memory.into_values() {
         let failure = Failure { count: finding.count as usize, total: finding.count as usize, first: None, message: finding.message };
         failures.push((gate_of(finding.kind), finding.subject, failure));
@@ -1209,6 +1428,18 @@ fn run_case(
         }
         let tolerance = &record.tolerances[*name].tolerance;
         let (metrics, failure) = gates::compare(dtype, shape, first, &want[*name], tolerance);
+        // a replacement matches its predecessor's bits, a NaN's payload and a zero's sign too
+        // (what differs in value differs in bits, and is said so)
+        let failure = match want_bytes.as_ref().and_then(|bits| bits.get(*name)) {
+            Some(bits) => checked::bits_differ(contract, dtype, shape, first, bits),
+            None => failure,
+        };
+        let judged = !matches!((variant, &contract.nonfinite), (Inputs::Planted(_), NonfinitePolicy::Unspecified(_)));
+        if failure.is_some() && judged && whose.control.is_none() {
+            let gate = if variant == Inputs::AsGenerated { Gate::Shapes } else { Gate::Nonfinite };
+            let at = crate::triage::Site { gate, case_index: index, case: whose.described, tensor: name };
+            triage.push(crate::triage::summarize(&at, dtype, shape, first, &want[*name], tolerance));
+        }
         match (variant, &contract.nonfinite) {
             (Inputs::AsGenerated, _) => {
                 if let Some(f) = gates::nonfinite(dtype, shape, first, &want[*name]) {
@@ -1220,12 +1451,12 @@ fn run_case(
             }
             // planted: gate 1 holds the outputs to the policy; the values of an unspecified
             // policy are not compared, but its launches still repeat and keep inside their tensors
-            (Inputs::NonFinitePlanted, NonfinitePolicy::Propagate | NonfinitePolicy::Ignore) => {
+            (Inputs::Planted(_), NonfinitePolicy::Propagate | NonfinitePolicy::Ignore) => {
                 if let Some(f) = failure {
                     failures.push((Gate::Nonfinite, name.to_string(), f));
                 }
             }
-            (Inputs::NonFinitePlanted, NonfinitePolicy::Unspecified(_)) => {}
+            (Inputs::Planted(_), NonfinitePolicy::Unspecified(_)) => {}
         }
         report.outputs.insert(name.to_string(), metrics);
     }
@@ -1262,7 +1493,42 @@ fn run_case(
     }
     phases.gates += lap.take();
     report.phases = phases;
-    Ok((report, failures))
+    Ok((report, failures, triage))
+}
+
+/// A case's whole batch as gate 5 reuses it: its tensors (the shared ones lent to the pieces),
+/// its inputs' bytes, and each output's bytes from its first launch.
+type WholeBatch<'a, 'b> = (&'a mut BTreeMap<String, Tensor>, &'a BTreeMap<String, Arc<Vec<u8>>>, BTreeMap<&'b str, &'a [u8]>);
+
+/// Gate 5 on one case: its rows in pieces of each of the record's cuts and, where the
+/// contract asks, in decode batches (`seams::batched_cases` says which cases); each against
+/// the whole batch's bytes.
+fn run_seams(
+    context: &RunContext,
+    (contract, record, module): (&Contract, &Record, Option<&dyn Module>),
+    (index, case): (usize, &Case),
+    axis: &crate::contract::RowAxis,
+    (tensors, inputs, outputs): WholeBatch,
+    phases: &mut Phases,
+) -> Result<crate::seams::Outcome, String> {
+    let rows = usize::try_from(case.symbols[&axis.axis]).map_err(|_| format!("`{}` is not a row count", axis.axis))?;
+    let batches: Vec<usize> =
+        axis.batches.iter().copied().filter(|b| crate::seams::batched_cases(contract, &axis.axis, *b).contains(&index)).collect();
+    let plans = crate::seams::plans(rows, &axis.cuts_for(record), &batches);
+    let batch = crate::seams::Batch {
+        op: contract.op,
+        backend: context.backend,
+        module,
+        symbols: &case.symbols,
+        params: &record.params,
+        // the whole batch's bytes are its first launch's: the pieces run as it ran
+        schedule: launch_schedule(0, context.settings.seed),
+        poison: output_poison(0),
+        axis: &axis.axis,
+        inputs,
+        outputs,
+    };
+    crate::seams::run(&batch, tensors, &plans, phases)
 }
 
 /// A tensor's bytes as f64 values, in parallel pieces when it is large.
@@ -1350,13 +1616,15 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     // (contract index, control) pairs to measure, built on all cores
     let mut jobs: Vec<(usize, Option<&Control>, KernelSource)> = Vec::new();
     for (i, c) in contracts.iter().enumerate() {
-        if let (Some(source), Some(symbol)) = (c.op.source, c.op.symbol) {
-            jobs.push((i, None, kernel_source(settings, &settings.kernels_dir.join(source), symbol)));
+        if let Some(source) = source_of(settings, c, None) {
+            jobs.push((i, None, source));
         }
     }
     for control in &controls {
         let i = contracts.iter().position(|k| k.op.name == control.contract).unwrap();
-        jobs.push((i, Some(control), kernel_source(settings, &control.source, contracts[i].op.kernel_symbol())));
+        if let Some(source) = source_of(settings, &contracts[i], Some(control)) {
+            jobs.push((i, Some(control), source));
+        }
     }
     let build_started = Instant::now();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -1385,7 +1653,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
         let contract = &contracts[*i];
         let records: Vec<&Record> = match control {
             Some(c) => vec![contract.record(&c.record).unwrap()],
-            None => contract.records.iter().collect(),
+            None => settings.records_of(contract).collect(),
         };
         for record in records {
             let mut result = RecordResult {
@@ -1413,6 +1681,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 notes: Vec::new(),
                 seconds: 0.0,
                 phases: Phases::default(),
+                triage: Vec::new(),
             };
             match &figures[&j] {
                 Ok(usage) => {
@@ -1422,7 +1691,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
                 }
                 Err(e) => result.error = Some(e.clone()),
             }
-            result.outcome = decide(&mut result, contract, *control, &arch, &gates_run);
+            result.outcome = decide(&mut result, contract, *control, &arch, &gates_run, false);
             if control.is_some() {
                 on_event(&Event::Control(&result));
                 report.controls.push(result);
@@ -1433,6 +1702,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
         }
     }
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    on_event(&Event::Finished(&report));
     report
 }
 
@@ -1444,6 +1714,9 @@ pub(crate) fn tests_settings() -> Settings {
         contracts_dir: root.join("contracts"),
         controls_dir: root.join("controls"),
         kernels_dir: root.join("kernels"),
+        include_dirs: Vec::new(),
+        hip_headers: Some(root.join("kernels/hip-headers")),
+        cache_dir: root.join("target/kernel-cache"),
         root,
         only: Vec::new(),
         run_controls: true,
@@ -1455,6 +1728,10 @@ pub(crate) fn tests_settings() -> Settings {
         jobs: 1,
         build_timeout_seconds: DEFAULT_BUILD_TIMEOUT_SECONDS,
         fail_fast: false,
+        records: Vec::new(),
+        case: None,
+        partition: None,
+        case_data: false,
     }
 }
 
@@ -1483,15 +1760,51 @@ mod tests {
         assert!(case_runs(case, "sm_90", false) && case_runs(case, "gfx1201", false));
         assert!(!case_runs(case, "sm_90", true) && !case_runs(case, "host-x86_64", false) && !case_runs(case, "host-x86_64", true));
         assert!(contract.cases.iter().filter(|c| c.gpu_only.is_none()).all(|c| case_runs(c, "host-x86_64", true)));
-        assert!(runs_gpu_only_cases(&contract, "sm_90") && !runs_gpu_only_cases(&contract, "host-x86_64"));
+        assert!(
+            cases_run_for(&contract, "sm_90", None).contains(&gpu_only)
+                && !cases_run_for(&contract, "host-x86_64", None).contains(&gpu_only)
+        );
         assert!(cases_not_run(&contract, "sm_90", false).is_empty());
+        // every GPU-only case is left out of the controls' runs, and of every host run
+        let gpu_only_cases = contract.cases.iter().filter(|c| c.gpu_only.is_some()).count();
         let for_controls = cases_not_run(&contract, "sm_90", true);
-        assert_eq!(for_controls.len(), 1, "{for_controls:?}");
+        assert_eq!(for_controls.len(), gpu_only_cases, "{for_controls:?}");
         assert!(
             for_controls[0].contains(&format!("shapes.cases[{gpu_only}]"))
-                && for_controls[0].ends_with("run for the records, not for controls")
+                && for_controls.iter().all(|c| c.ends_with("run for the records, not for controls"))
         );
         let on_host = cases_not_run(&contract, "host-x86_64", true);
-        assert!(on_host.len() == 1 && on_host[0].ends_with(')'), "{on_host:?}");
+        assert!(on_host.len() == gpu_only_cases && on_host.iter().all(|c| c.ends_with(')')), "{on_host:?}");
+    }
+
+    #[test]
+    fn a_known_finding_at_seams_covers_a_seams_failure_on_its_arch_and_goes_stale_without_one() {
+        let settings = tests_settings();
+        let finding = "\n[[finding]]\ngate = \"seams\"\narch = \"sm_90\"\nrecord = \"f32\"\ntensor = \"out\"\n\
+                       matches = \"rows differ from the whole batch\"\nreason = \"a library that picks its kernel by the row count\"\n";
+        let text = std::fs::read_to_string(settings.contracts_dir.join("tf_rms.toml")).unwrap() + finding;
+        let contract = Contract::parse("contracts/tf_rms.toml", &text).unwrap();
+        let gates = [Gate::Nonfinite, Gate::Repeat, Gate::Shapes, Gate::Limits, Gate::Seams];
+        let red = || {
+            let mut result = new_result(&contract, &contract.records[0], None, &gates);
+            let message = "pieces of 7 rows: 3 of 8 rows differ from the whole batch, first [2, 0] (row 2): got -0.4821 (0xbef6da7b) want \
+                           -0.4821 (0xbef6da7e)";
+            let failure = Failure { count: 3, total: 8, first: Some(vec![2, 0]), message: message.into() };
+            add_failures(&mut result, 4, "{rows = 8, k = 8192}", vec![(Gate::Seams, "out".into(), failure)]);
+            result
+        };
+        let mut known = red();
+        known.outcome = decide(&mut known, &contract, None, "sm_90", &gates, false);
+        assert_eq!(known.outcome, Outcome::KnownFinding);
+        let line = crate::report::record_line(&known);
+        assert!(
+            line.starts_with("tf_rms (f32) pass nonfinite, repeat, shapes, limits and seams with known finding at seams (out): a library"),
+            "{line}"
+        );
+        let mut elsewhere = red();
+        assert_eq!(decide(&mut elsewhere, &contract, None, "gfx1201", &gates, false), Outcome::Fail, "the finding is for sm_90 only");
+        let mut green = new_result(&contract, &contract.records[0], None, &gates);
+        assert_eq!(decide(&mut green, &contract, None, "sm_90", &gates, false), Outcome::Fail);
+        assert!(green.stale_findings[0].contains("is stale: the gate passes now"), "{:?}", green.stale_findings);
     }
 }

@@ -154,8 +154,12 @@ pub fn contract(op: &str, source: &str, symbol: &str, params: &[Param]) -> Strin
          [inputs]\n{}\n\n\
          [nonfinite]\n\
          policy = \"?\"   # propagate, ignore, or unspecified with a reason\n\n\
+         [seams]\n\
+         axis = \"?\"   # the shape symbol counting rows (each tensor's first dimension), or replace\n\
+         # this table by `seams = \"none: <why the rows are not independent>\"` above it\n\n\
          [reference]\n\
-         oracle = \"?\"   # a named oracle whose tensors these are\n\
+         oracle = \"?\"   # a named oracle whose tensors these are; or, in its place, a C++ function\n\
+         # (reference = \"../ref/x.cpp:function\") or another op's kernel to match bit for bit (replaces = \"op\")\n\
          tolerance = \"exact\"\n",
         quoted.join(", "),
         symbols.iter().map(|s| format!("{s} = \"?\"")).collect::<Vec<_>>().join(", "),
@@ -180,12 +184,17 @@ mod tests {
         // an int that is a parameter, not a shape symbol
         ("tf_copy_cols", 4, "param(start)"),
         ("tf_rope", 7, "param(layout)"),
+        ("tf_conv1d_causal", 6, "param(has_bias)"),
+        ("tf_conv1d_causal", 12, "param(silu)"),
         // a dtype code not named after its pointer (`k_kind` after `k_cache`, `kind` after
         // `logits`, `v_kind` after `v_cache`, `scale_kind` after `biases`, for both)
         ("tf_score_keys", 3, "dtype(k_cache)"),
         ("tf_argmax", 1, "dtype(logits)"),
         ("tf_apply_values", 3, "dtype(v_cache)"),
         ("tf_embed_rows", 3, "dtype(scales)"),
+        // `state_kind` after `state_in` (for both states), `scale_kind` after `biases`
+        ("tf_conv1d_causal", 8, "dtype(state_in)"),
+        ("tf_quant_matvec", 5, "dtype(scales)"),
     ];
 
     /// The argument list `contracts new` reads off each data op's kernel is the one its

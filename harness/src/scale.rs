@@ -65,10 +65,12 @@ fn oracle_magnitudes(contract: &Contract, record: &Record, seed: u64) -> Result<
         for spec in op.tensors.iter().filter(|t| t.role == Role::Input) {
             let dtype = record.dtypes[spec.name];
             let bytes =
-                generate_input(contract, spec.name, dtype, case, tensor_seed(seed, op.name, spec.name, index), Inputs::AsGenerated)?;
+                generate_input(contract, record, spec.name, case, tensor_seed(seed, op.name, spec.name, index), Inputs::AsGenerated)?;
             values.insert(spec.name.to_string(), bytes.chunks(dtype.size()).map(|c| dtype.decode(c)).collect());
         }
-        let outputs = (contract.oracle)(&OracleInput { symbols: &case.symbols, params: &record.params, inputs: &values })?;
+        // the check runs where contracts load: only a named oracle of the harness runs there
+        let crate::contract::Reference::Oracle { function, .. } = &contract.reference else { return Ok(magnitudes) };
+        let outputs = function(&OracleInput { symbols: &case.symbols, params: &record.params, inputs: &values })?;
         for (name, out) in outputs {
             magnitudes.entry(name).or_default().extend(out.iter().map(|v| v.abs()).filter(|v| v.is_finite()));
         }
@@ -122,6 +124,9 @@ symbol = "tf_add"
 args = ["a", "dtype(a)", "b", "dtype(b)", "int(rows)", "int(k)", "out", "dtype(out)"]
 grid = ["ceil_div(rows * k, 256)"]
 block = [256]
+
+[seams]
+axis = "rows"
 "#;
 
     #[test]

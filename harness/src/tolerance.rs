@@ -1,8 +1,8 @@
 //! Tolerance models: how far a kernel's output may be from the f64 oracle. `exact` and
 //! `ulp(N)` compare against the oracle rounded to the output type (to nearest even);
-//! `rtol/atol` bounds the error before the store's own rounding, so one unit in the last
-//! place of the output type is allowed on top, and it needs a stated reason. A tolerance that
-//! could hide anything is refused: see `Tolerance::check_for` and `LOOSE_ULP`.
+//! `rtol/atol` bounds the error before the store, whose own rounding must then be to nearest
+//! even (see `rounds_within`), and it needs a stated reason. A tolerance that could hide
+//! anything is refused: see `Tolerance::check_for` and `LOOSE_ULP`.
 
 use engine::DType;
 
@@ -90,9 +90,22 @@ impl Tolerance {
         match self {
             Tolerance::Exact => got.to_bits() == rounded.to_bits() || (got == 0.0 && rounded == 0.0 && got.to_bits() == rounded.to_bits()),
             Tolerance::Ulp(n) => ulp_distance(dtype, got, rounded) <= *n,
-            Tolerance::Relative { rtol, atol } => (got - want).abs() <= atol + rtol * want.abs() + unit_in_last_place(dtype, want),
+            Tolerance::Relative { rtol, atol } => rounds_within(dtype, got, want, atol + rtol * want.abs()),
         }
     }
+}
+
+/// Is `got` the round-to-nearest-even, in `dtype`, of some value within `bound` of `want`?
+/// Rounding is monotone, so those roundings are exactly the values of the type from
+/// RN(want - bound) to RN(want + bound): a kernel whose value before its store is within the
+/// bound always passes, and a store that truncates, or is one unit off in any other way,
+/// passes only where the bound itself reaches that far (a flat allowance of one unit on top
+/// of the bound let every truncating store through). The ends are moved out by one f64 step
+/// so that the rounding of `want +- bound` in f64 never decides a tie of the output type.
+fn rounds_within(dtype: DType, got: f64, want: f64, bound: f64) -> bool {
+    let low = round_to(dtype, (want - bound).next_down());
+    let high = round_to(dtype, (want + bound).next_up());
+    low <= got && got <= high
 }
 
 impl std::fmt::Display for Tolerance {
@@ -149,19 +162,22 @@ pub fn ulp_distance(dtype: DType, a: f64, b: f64) -> u64 {
     ordinal(a).abs_diff(ordinal(b))
 }
 
-/// The spacing of `dtype`'s values at `value`.
+/// The spacing of `dtype`'s values at `value`: from its magnitude, rounded to the type, to
+/// the next value up; at the type's largest finite value, where the next one up is infinity,
+/// the spacing below it (the largest finite value's own unit).
 pub fn unit_in_last_place(dtype: DType, value: f64) -> f64 {
     if !dtype.is_float() {
         return 0.0;
     }
     let rounded = round_to(dtype, value.abs());
-    let mut bytes = [0u8; 8];
-    dtype.encode(rounded, &mut bytes);
-    let bits = dtype.bits(&bytes) + 1;
-    let mut next = bits.to_le_bytes();
-    next[dtype.size()..].fill(0);
-    let up = dtype.decode(&next);
-    if up.is_finite() { up - rounded } else { rounded - round_to(dtype, rounded * (1.0 - f64::EPSILON)) }
+    let bits = bits_in(dtype, rounded);
+    let up = value_of_bits(dtype, bits + 1);
+    if up.is_finite() { up - rounded } else { rounded - value_of_bits(dtype, bits - 1) }
+}
+
+/// The value of `dtype` with these bits (the low `dtype.size()` bytes of them).
+fn value_of_bits(dtype: DType, bits: u64) -> f64 {
+    dtype.decode(&bits.to_le_bytes()[..dtype.size()])
 }
 
 #[cfg(test)]
@@ -226,13 +242,64 @@ mod tests {
     }
 
     #[test]
-    fn relative_allows_one_unit_of_the_output_type() {
+    fn relative_accepts_a_nearest_even_rounding_of_a_value_within_the_bound() {
         let t = Tolerance::Relative { rtol: 1e-6, atol: 0.0 };
         assert!(t.accepts(DType::F32, 1.0 + 1e-7, 1.0));
         assert!(!t.accepts(DType::F32, 1.0 + 1e-5, 1.0));
-        // bf16 spacing at 1.0 is 2^-7: a value one bf16 unit away passes
-        assert!(t.accepts(DType::Bf16, 1.0078125, 1.0));
-        assert!(!t.accepts(DType::Bf16, 1.015625, 1.0));
+        // bf16 spacing at 1.0 is 2^-7, far above the bound: only 1.0 itself rounds from it
+        assert!(t.accepts(DType::Bf16, 1.0, 1.0 + 1e-6));
+        assert!(!t.accepts(DType::Bf16, 1.0078125, 1.0), "one bf16 unit off is no rounding of a value within 1e-6");
+        // 397.5 rounds up to bf16 398 (0x43c7) and truncates to 396 (0x43c6): a truncating
+        // store is one unit off, which the old flat allowance of one unit let through
+        assert!(t.accepts(DType::Bf16, 398.0, 397.5));
+        assert!(!t.accepts(DType::Bf16, 396.0, 397.5));
+        // where the bound reaches past a rounding boundary, both neighbours are roundings of it
+        let wide = Tolerance::Relative { rtol: 0.0, atol: 0.5 };
+        assert!(wide.accepts(DType::Bf16, 396.0, 397.5) && wide.accepts(DType::Bf16, 398.0, 397.5));
+    }
+
+    /// Soundness: every value within the bound, rounded to nearest even, passes; the
+    /// truncation of a value that rounds up does not, unless the bound reaches that far.
+    #[test]
+    fn every_nearest_even_rounding_of_a_value_within_the_bound_passes() {
+        let mut stream = crate::inputs::SeededStream::new(7);
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            for _ in 0..20_000 {
+                let want = (stream.next_unit() - 0.5) * 2f64.powi(stream.next_int(-20, 16) as i32);
+                let (rtol, atol) = (2f64.powi(-(stream.next_int(8, 26) as i32)), 2f64.powi(-(stream.next_int(20, 40) as i32)));
+                let bound = atol + rtol * want.abs();
+                let t = Tolerance::Relative { rtol, atol };
+                let before_store = want + bound * (2.0 * stream.next_unit() - 1.0);
+                let stored = round_to(dtype, before_store);
+                assert!(t.accepts(dtype, stored, want), "{dtype}: {stored} from {before_store}, want {want} within {bound}");
+                // a value of the type more than a whole unit beyond the bound is no rounding of it
+                let away = if stored >= want { 1.0 } else { -1.0 };
+                let mut far = stored;
+                for _ in 0..8 {
+                    if (far - want).abs() > bound + unit_in_last_place(dtype, far) {
+                        break;
+                    }
+                    far = round_to(dtype, far + away * unit_in_last_place(dtype, far));
+                }
+                if (far - want).abs() > bound + unit_in_last_place(dtype, far) {
+                    assert!(!t.accepts(dtype, far, want), "{dtype}: {far}, want {want} within {bound}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_largest_finite_value_has_a_unit_too() {
         assert_eq!(unit_in_last_place(DType::F16, 1.0), 2f64.powi(-10));
+        assert_eq!(unit_in_last_place(DType::F16, 65504.0), 32.0);
+        assert_eq!(unit_in_last_place(DType::F16, -65504.0), 32.0);
+        assert_eq!(unit_in_last_place(DType::Bf16, half::bf16::MAX.to_f64()), 2f64.powi(120));
+        assert_eq!(unit_in_last_place(DType::F32, f32::MAX as f64), 2f64.powi(104));
+        assert_eq!(unit_in_last_place(DType::F16, 65000.0), 32.0);
+        // a correct kernel whose value rounds to the largest finite value passes
+        let t = Tolerance::Relative { rtol: 2e-6, atol: 0.0 };
+        assert!(t.accepts(DType::F16, 65504.0, 65510.0), "got 65504 (0x7bff) want 65504 (0x7bff)");
+        assert!(t.accepts(DType::Bf16, half::bf16::MAX.to_f64(), half::bf16::MAX.to_f64() * (1.0 + 1e-6)));
+        assert!(!t.accepts(DType::F16, 65472.0, 65510.0));
     }
 }

@@ -252,8 +252,31 @@ __TF_DEVICE float sqrtf(float x) { return __builtin_sqrtf(x); }
 // HIP's rsqrtf is ocml's v_rsq_f32-based rsqrt (about 1 ulp). Here it is 1 / sqrtf(x), both
 // correctly rounded: the same bits as the host prelude's rsqrtf, and possibly 1 ulp from HIP.
 __TF_DEVICE float rsqrtf(float x) { return 1.0f / __builtin_sqrtf(x); }
-// HIP's __expf is the native v_exp_f32 approximation; here it is expf, as in the host prelude.
-__TF_DEVICE float __expf(float x) { return __builtin_expf(x); }
+// The fast intrinsics as HIP lowers them (ocml's native_* functions): the hardware's
+// v_exp_f32 / v_log_f32 (base 2), v_sin_f32 / v_cos_f32 (of turns), v_rcp_f32, with no range
+// reduction or special-case handling. The host prelude emulates NVIDIA's versions instead;
+// this build is compiled for its resource usage, never run.
+__TF_DEVICE float __expf(float x) { return __builtin_amdgcn_exp2f(x * 1.44269504f); }
+__TF_DEVICE float __exp10f(float x) { return __builtin_amdgcn_exp2f(x * 3.32192802f); }
+__TF_DEVICE float __log2f(float x) { return __builtin_amdgcn_logf(x); }
+__TF_DEVICE float __logf(float x) { return __builtin_amdgcn_logf(x) * 0.693147182f; }
+__TF_DEVICE float __log10f(float x) { return __builtin_amdgcn_logf(x) * 0.301029996f; }
+__TF_DEVICE float __sinf(float x) { return __builtin_amdgcn_sinf(x * 0.159154943f); }
+__TF_DEVICE float __cosf(float x) { return __builtin_amdgcn_cosf(x * 0.159154943f); }
+__TF_DEVICE void __sincosf(float x, float* s, float* c) { *s = __sinf(x); *c = __cosf(x); }
+__TF_DEVICE float __tanf(float x) { return __sinf(x) * __builtin_amdgcn_rcpf(__cosf(x)); }
+__TF_DEVICE float __powf(float x, float y) { return __builtin_amdgcn_exp2f(y * __builtin_amdgcn_logf(x)); }
+__TF_DEVICE float __fdividef(float x, float y) { return x * __builtin_amdgcn_rcpf(y); }
+__TF_DEVICE float __saturatef(float x) { return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f; }
+// the ones spelled with their rounding are correctly rounded, as on every backend
+__TF_DEVICE float __frsqrt_rn(float x) { return 1.0f / __builtin_sqrtf(x); }
+__TF_DEVICE float __fsqrt_rn(float x) { return __builtin_sqrtf(x); }
+__TF_DEVICE float __frcp_rn(float x) { return 1.0f / x; }
+__TF_DEVICE float __fdiv_rn(float x, float y) { return x / y; }
+__TF_DEVICE float __fmul_rn(float x, float y) { return x * y; }
+__TF_DEVICE float __fadd_rn(float x, float y) { return x + y; }
+__TF_DEVICE float __fsub_rn(float x, float y) { return x - y; }
+__TF_DEVICE float __fmaf_rn(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
 __TF_DEVICE float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 __TF_DEVICE float fminf(float a, float b) { return __builtin_fminf(a, b); }
 __TF_DEVICE float fabsf(float x) { return __builtin_fabsf(x); }

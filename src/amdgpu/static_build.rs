@@ -7,14 +7,16 @@
 //! compiler identity, flags, target, prelude and source in the key, every header it read in
 //! the manifest. Identical inputs give byte-identical code objects (fixed `-cuid`).
 
+use std::collections::BTreeMap;
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use super::metadata::{self, CodeObjectMetadata, MetadataError, ResourceUsage};
 use crate::EngineError;
-use crate::backend::KernelSource;
 use crate::backend::cache::{self, BuildDir, CacheKey, KernelCache, Reads, Staged};
+use crate::backend::{KernelSource, symbols};
 
 /// Tried in this order when `KERNEL_CONTRACTS_CLANG` is not set.
 pub const DEFAULT_CLANGS: &[&str] = &["clang++-22", "clang-22", "clang++-19"];
@@ -61,6 +63,9 @@ pub struct CodeObject {
     pub metadata: CodeObjectMetadata,
     /// True when it came from the cache rather than from a compile.
     pub cached: bool,
+    /// Each kernel of the source as the code object names it: an `extern "C"` name as it
+    /// is, a C++ name (a template instantiation) mangled.
+    pub names: BTreeMap<String, String>,
     /// clang's diagnostics (warnings) of a fresh compile; empty for a cached one.
     pub log: String,
 }
@@ -68,7 +73,8 @@ pub struct CodeObject {
 impl CodeObject {
     /// Resource usage of one kernel of this code object.
     pub fn resource_usage(&self, kernel: &str) -> Result<ResourceUsage, MetadataError> {
-        let found = self.metadata.kernel(kernel).ok_or_else(|| MetadataError::NoKernel {
+        let name = self.names.get(kernel).map_or(kernel, String::as_str);
+        let found = self.metadata.kernel(name).ok_or_else(|| MetadataError::NoKernel {
             file: self.path.display().to_string(),
             kernel: kernel.to_string(),
             available: self.metadata.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", "),
@@ -141,6 +147,7 @@ impl HipClang {
                     metadata,
                     cached: true,
                     log: String::new(),
+                    names: BTreeMap::new(),
                 };
                 return check_kernels(source, object);
             }
@@ -151,15 +158,27 @@ impl HipClang {
         let key = key(&read(&source.path)?)?;
         let staged = work.path().join("kernel.co");
         let depfile = work.path().join("kernel.d");
-        let log = self.compile(source, &flags, prelude, &staged, &depfile)?;
+        let input = instantiations(source, work.path())?;
+        let log = self.compile(source, input.as_deref().unwrap_or(&source.path), &flags, prelude, &staged, &depfile)?;
         let bytes = fs::read(&staged).map_err(|e| EngineError::Cache { path: staged.clone(), source: e })?;
         let metadata = metadata::read_metadata(&bytes, &source.display_path)?;
         let text = fs::read_to_string(&depfile).map_err(|e| EngineError::Cache { path: depfile.clone(), source: e })?;
-        let reads = Reads { files: cache::depfile_paths(&text).into_iter().map(PathBuf::from).collect(), absent: Vec::new() };
+        // the generated file that instantiates templates comes from the source and its kernels (in the key)
+        let files = cache::depfile_paths(&text).into_iter().map(PathBuf::from).filter(|f| !f.starts_with(work.path())).collect();
+        let reads = Reads { files, absent: Vec::new() };
         let system = cache::system_include_dirs(&self.program, &flags);
         let recorded = cache::record(&key, &reads, &cache::user_dirs(source), &system, &work);
         let path = cache.store(&key, recorded, vec![("co", Staged::File(staged))])?.remove(0).path;
-        let object = CodeObject { path, bytes, compiler: self.identity.clone(), arch: arch.to_string(), metadata, cached: false, log };
+        let object = CodeObject {
+            path,
+            bytes,
+            compiler: self.identity.clone(),
+            arch: arch.to_string(),
+            metadata,
+            cached: false,
+            log,
+            names: BTreeMap::new(),
+        };
         check_kernels(source, object)
     }
 
@@ -168,6 +187,7 @@ impl HipClang {
     fn compile(
         &self,
         source: &KernelSource,
+        input: &Path,
         flags: &[String],
         prelude: &Path,
         output: &Path,
@@ -178,7 +198,7 @@ impl HipClang {
         for dir in &source.include_dirs {
             command.arg("-I").arg(dir);
         }
-        command.arg("-include").arg(prelude).arg(&source.path).arg("-o").arg(output);
+        command.arg("-include").arg(prelude).arg(input).arg("-o").arg(output);
         command.args(["-Xclang", "-dependency-file", "-Xclang"]).arg(depfile);
         command.args(["-Xclang", "-MT", "-Xclang", cache::DEPFILE_TARGET, "-Xclang", "-sys-header-deps"]);
         let out = command.output().map_err(|e| EngineError::Tool {
@@ -200,18 +220,77 @@ impl HipClang {
     }
 }
 
-fn check_kernels(source: &KernelSource, object: CodeObject) -> Result<CodeObject, EngineError> {
+/// Every kernel the source lists found in the code object, each with the name it has there.
+fn check_kernels(source: &KernelSource, mut object: CodeObject) -> Result<CodeObject, EngineError> {
+    let templated = source.kernels.iter().any(|k| !symbols::is_plain(k));
+    let demangled = if templated { demangle(object.metadata.kernels.iter().map(|k| k.name.as_str()))? } else { Vec::new() };
     for kernel in &source.kernels {
-        if object.metadata.kernel(kernel).is_none() {
+        let name = if symbols::is_plain(kernel) {
+            object.metadata.kernel(kernel).map(|k| k.name.clone())
+        } else {
+            demangled.iter().find(|(_, d)| symbols::demangled_is(d, kernel)).map(|(mangled, _)| mangled.clone())
+        };
+        let Some(name) = name else {
+            let available: Vec<String> = if templated {
+                demangled.iter().map(|(m, d)| if m == d { m.clone() } else { format!("{d} ({m})") }).collect()
+            } else {
+                object.metadata.kernels.iter().map(|k| k.name.clone()).collect()
+            };
             return Err(MetadataError::NoKernel {
                 file: source.display_path.clone(),
                 kernel: kernel.clone(),
-                available: object.metadata.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", "),
+                available: available.join(", "),
             }
             .into());
-        }
+        };
+        object.names.insert(kernel.clone(), name);
     }
     Ok(object)
+}
+
+/// For a source whose kernels include C++ names (template instantiations), the file that is
+/// compiled in its place: the source included, then each such kernel's address taken at
+/// namespace scope, which instantiates it on the device side. None when every kernel is an
+/// `extern "C"` name (the source is compiled as it is).
+fn instantiations(source: &KernelSource, work: &Path) -> Result<Option<PathBuf>, EngineError> {
+    let templated: Vec<&String> = source.kernels.iter().filter(|k| !symbols::is_plain(k)).collect();
+    if templated.is_empty() {
+        return Ok(None);
+    }
+    let path = source.path.to_str().map(crate::backend::c_string_body).unwrap_or_default();
+    let mut text = format!("#include \"{path}\"\n");
+    for (i, kernel) in templated.iter().enumerate() {
+        text.push_str(&format!("namespace {{ [[maybe_unused]] void* const kernel_contracts_instantiate_{i} = (void*)&{kernel}; }}\n"));
+    }
+    let wrapper = work.join("instantiate.hip");
+    fs::write(&wrapper, text).map_err(|e| EngineError::Cache { path: wrapper.clone(), source: e })?;
+    Ok(Some(wrapper))
+}
+
+/// Demanglers tried in order: LLVM's beside clang-22, then binutils'.
+const DEMANGLERS: &[&str] = &["llvm-cxxfilt-22", "llvm-cxxfilt", "c++filt"];
+
+/// Each name with its demangled form (an unmangled name as it is), by the first demangler
+/// that runs.
+fn demangle<'a>(names: impl Iterator<Item = &'a str>) -> Result<Vec<(String, String)>, EngineError> {
+    let names: Vec<&str> = names.collect();
+    let input: String = names.iter().map(|n| format!("{n}\n")).collect();
+    for program in DEMANGLERS {
+        let Ok(mut child) = Command::new(program).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn() else {
+            continue;
+        };
+        let written = child.stdin.take().map(|mut stdin| stdin.write_all(input.as_bytes()));
+        let Ok(out) = child.wait_with_output() else { continue };
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().collect();
+        if matches!(written, Some(Ok(()))) && out.status.success() && lines.len() == names.len() {
+            return Ok(names.iter().zip(lines).map(|(n, d)| (n.to_string(), d.to_string())).collect());
+        }
+    }
+    Err(EngineError::NoDeviceCompiler {
+        target: "demangling the code object's kernel names (a C++ kernel name needs one)".into(),
+        tried: DEMANGLERS.join(", "),
+    })
 }
 
 /// The `extern "C" __global__` kernels a source defines, in order: what the engine can

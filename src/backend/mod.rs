@@ -5,7 +5,10 @@ pub mod cache;
 pub mod cuda;
 pub mod hip;
 pub mod host;
+pub mod preludes;
 pub mod static_checks;
+pub mod symbols;
+pub mod vendor;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,7 +23,8 @@ pub struct KernelSource {
     pub path: PathBuf,
     /// The path as reports show it (relative to the repository: `kernels/tf_embed_dense.hip`).
     pub display_path: String,
-    /// `extern "C"` kernel symbols to export.
+    /// Kernel symbols to export: `extern "C"` names, or C++ names such as template
+    /// instantiations (`scale_rows<float, 4>`), as [`symbols`] takes them.
     pub kernels: Vec<String>,
     /// Directories searched by `#include "..."` (the shared kernel header lives in `kernels/`).
     pub include_dirs: Vec<PathBuf>,
@@ -163,6 +167,12 @@ pub enum MemoryFindingKind {
     NarrowOffset,
     /// Two threads' accesses to the same shared byte in one barrier interval, one a write.
     SharedRace,
+    /// Writable module-scope storage of kernel code: it keeps its value between launches
+    /// (the host build's static check).
+    ModuleState,
+    /// An N-byte load or store of a tensor or shared memory at an address that is not a
+    /// multiple of N: a GPU faults on it, x86 does not (host backend).
+    Misaligned,
 }
 
 /// One kind of wrong access: the first one seen, in words (tensor or array, element, source
@@ -256,7 +266,12 @@ pub trait StaticCompiler: Send + Sync {
 /// `x` as is (ldb = k) and ldc = n.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmBf16 {
+    /// The row count of the BLAS call: what a library picks its kernel by.
     pub m: usize,
+    /// The rows of `y` the caller reads back, the first ones (at most `m`): the rest are
+    /// zero padding of a pinned call, never read. A backend whose row results never depend
+    /// on `m` (the host's) may compute these alone; a library is called with `m`.
+    pub rows: usize,
     pub n: usize,
     pub k: usize,
     pub x: u64,
@@ -272,6 +287,8 @@ pub trait Backend: Send + Sync {
     fn arch(&self) -> String;
     /// Compiler and runtime identity, for reports.
     fn toolchain(&self) -> String;
+    /// A buffer of `bytes`, zero-filled (every backend's allocation is: a pinned projection
+    /// pads its last chunk with the zeros of a fresh buffer).
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError>;
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError>;
     /// Builds what `load_module` loads without loading it, where building writes files (the
@@ -294,5 +311,11 @@ pub trait Backend: Send + Sync {
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
         let _ = request;
         Err(EngineError::Op { op: "gemm_bf16".into(), reason: format!("the {} backend has no BF16 GEMM", self.name()) })
+    }
+    /// Copies `bytes` from device address `from` to `to` (buffers that do not overlap), and
+    /// returns when the copy is done; a backend without device copies says so.
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        let _ = (to, from, bytes);
+        Err(EngineError::Op { op: "copy".into(), reason: format!("the {} backend has no device copy", self.name()) })
     }
 }

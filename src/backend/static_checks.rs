@@ -1,33 +1,36 @@
-//! The host build's static checks of offsets (32-bit products widened late, 64-bit values
-//! narrowed to 32 bits) for a GPU backend's kernels. They read the kernel source, not the
-//! device: the same source is built for the host with the host prelude (cached as every host
-//! build is), and its findings ride on every launch of the GPU module, so a GPU run fails an
-//! offset that wraps past 2^31 elements as the host run does, without a case that large.
+//! The host build's static checks (32-bit products widened late, 64-bit values narrowed to
+//! 32 bits, writable module-scope storage) for a GPU backend's kernels. They read the kernel
+//! source and its host build, not the device: the same source is built for the host with the
+//! host prelude (cached as every host build is), and its findings ride on every launch of the
+//! GPU module, so a GPU run fails an offset that wraps past 2^31 elements, or a launch counter
+//! that changes a result after the thousandth launch, as the host run does, without a case
+//! that large or that many launches.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::EngineError;
-use crate::backend::host::HostCompiler;
+use crate::backend::host::{HostCompiler, StaticFindings};
 use crate::backend::{
     Backend, DeviceBuffer, GemmBf16, KernelArg, KernelSource, LaunchDims, LaunchReport, MemoryFinding, MemoryFindingKind, Module,
     ResourceUsage, Schedule, WatchedTensor,
 };
 
-/// The finding a launch carries for a source whose build had static findings: the first,
-/// and how many more.
-pub fn narrow_offset_finding(lint: &[String]) -> Option<MemoryFinding> {
-    let first = lint.first()?;
-    let more = match lint.len() - 1 {
-        0 => String::new(),
-        n => format!(" (and {n} more such offsets)"),
+/// The findings a launch carries for a source whose build had static findings, one of each
+/// kind (offsets, module state): the first, and how many more, on the tensor `kernel`.
+pub fn static_findings(lint: &StaticFindings) -> Vec<MemoryFinding> {
+    let of = |kind: MemoryFindingKind, lines: &[String], more: &str| {
+        let first = lines.first()?;
+        let more = match lines.len() - 1 {
+            0 => String::new(),
+            n => format!(" (and {n} more {more})"),
+        };
+        Some(MemoryFinding { kind, subject: "kernel".into(), count: lines.len() as u64, message: format!("{first}{more}") })
     };
-    Some(MemoryFinding {
-        kind: MemoryFindingKind::NarrowOffset,
-        subject: "kernel".into(),
-        count: lint.len() as u64,
-        message: format!("{first}{more}"),
-    })
+    [of(MemoryFindingKind::NarrowOffset, &lint.offsets, "such offsets"), of(MemoryFindingKind::ModuleState, &lint.state, "such objects")]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Where and how the host build runs for the checks.
@@ -60,7 +63,7 @@ impl StaticChecked {
         Ok(StaticChecked { inner, compiler, options })
     }
 
-    fn lint(&self, source: &KernelSource) -> Result<Vec<String>, EngineError> {
+    fn lint(&self, source: &KernelSource) -> Result<StaticFindings, EngineError> {
         let built = self.compiler.build(source, &self.options.prelude, &self.options.cache_dir, self.options.warp_size)?;
         Ok(built.lint)
     }
@@ -76,7 +79,7 @@ impl Backend for StaticChecked {
     }
 
     fn toolchain(&self) -> String {
-        format!("{}; static offset checks by {}", self.inner.toolchain(), self.compiler.identity)
+        format!("{}; static checks by {}", self.inner.toolchain(), self.compiler.identity)
     }
 
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
@@ -86,7 +89,7 @@ impl Backend for StaticChecked {
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
         let lint = self.lint(source)?;
         let inner = self.inner.load_module(source)?;
-        Ok(Arc::new(CheckedModule { inner, finding: narrow_offset_finding(&lint) }))
+        Ok(Arc::new(CheckedModule { inner, findings: static_findings(&lint) }))
     }
 
     fn build_module(&self, source: &KernelSource) -> Result<(), EngineError> {
@@ -105,11 +108,15 @@ impl Backend for StaticChecked {
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
         self.inner.gemm_bf16(request)
     }
+
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        self.inner.copy(to, from, bytes)
+    }
 }
 
 struct CheckedModule {
     inner: Arc<dyn Module>,
-    finding: Option<MemoryFinding>,
+    findings: Vec<MemoryFinding>,
 }
 
 impl Module for CheckedModule {
@@ -126,7 +133,7 @@ impl Module for CheckedModule {
         tensors: &[WatchedTensor],
     ) -> Result<LaunchReport, EngineError> {
         let mut report = self.inner.launch_watched(kernel, dims, schedule, args, tensors)?;
-        report.findings.extend(self.finding.clone());
+        report.findings.extend(self.findings.iter().cloned());
         Ok(report)
     }
 

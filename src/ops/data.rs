@@ -7,7 +7,7 @@
 //! own ops.
 
 use std::collections::BTreeMap;
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 use super::tables::Table;
 use super::{OpCall, OpSpec, ParamLimit, ParamSpec, Role, TensorSpec};
@@ -320,6 +320,12 @@ fn leak(text: &str) -> &'static str {
 
 static DEFINED: RwLock<Vec<&'static OpSpec>> = RwLock::new(Vec::new());
 
+/// Every spec [`define`] ever made, keyed by the definition it came from: a contract read
+/// again (each record, each fuzz input) gets the spec made the first time instead of a new
+/// one, and a spec a later definition replaced stays reachable, as the `&'static` handed out
+/// for it promises.
+static MADE: Mutex<Vec<(String, &'static OpSpec)>> = Mutex::new(Vec::new());
+
 /// The op's shape symbols: every name its tensors' shapes and its launch read that is not a
 /// parameter, those of `symbol_order` first. Refused: a shape that reads a parameter, an integer expression
 /// that reads a float parameter, a default the parameter's limits refuse.
@@ -369,12 +375,31 @@ pub fn define(op: DataOp) -> Result<&'static OpSpec, EngineError> {
             p.check(default).map_err(|m| refused(format!("the default of {m}")))?;
         }
     }
-    let params: Vec<ParamSpec> = op.params.iter().map(DataParam::spec).collect();
     for (i, group) in op.kernel.same_dtype.iter().enumerate() {
         if let Some(t) = group.iter().find(|t| !op.tensors.iter().any(|s| &s.name == *t)) {
             return Err(refused(format!("kernel.same_dtype[{i}] names `{t}`, no tensor of the op")));
         }
     }
+    let key = format!("{op:?}");
+    let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+    let spec = match made.iter().find(|(k, _)| *k == key) {
+        Some((_, spec)) => *spec,
+        None => {
+            let spec = leak_spec(&op, &symbols);
+            made.push((key, spec));
+            spec
+        }
+    };
+    drop(made);
+    let mut defined = DEFINED.write().unwrap_or_else(|p| p.into_inner());
+    defined.retain(|o| o.name != spec.name);
+    defined.push(spec);
+    Ok(spec)
+}
+
+/// The `'static` spec of a checked definition, made once per distinct definition ([`MADE`]).
+fn leak_spec(op: &DataOp, symbols: &[String]) -> &'static OpSpec {
+    let params: Vec<ParamSpec> = op.params.iter().map(DataParam::spec).collect();
     let tensors: Vec<TensorSpec> = op
         .tensors
         .iter()
@@ -385,7 +410,7 @@ pub fn define(op: DataOp) -> Result<&'static OpSpec, EngineError> {
             shape: leak(&t.shape),
         })
         .collect();
-    let spec: &'static OpSpec = Box::leak(Box::new(OpSpec {
+    Box::leak(Box::new(OpSpec {
         name: leak(&op.name),
         about: leak(&op.about),
         source: Some(leak(&op.source)),
@@ -396,11 +421,7 @@ pub fn define(op: DataOp) -> Result<&'static OpSpec, EngineError> {
         launch,
         dims,
         kernel: Some(Box::leak(Box::new(op.kernel.clone()))),
-    }));
-    let mut defined = DEFINED.write().unwrap_or_else(|p| p.into_inner());
-    defined.retain(|o| o.name != spec.name);
-    defined.push(spec);
-    Ok(spec)
+    }))
 }
 
 /// The data ops defined so far, in the order they were.

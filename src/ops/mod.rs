@@ -201,6 +201,14 @@ impl OpCall<'_> {
         i32::try_from(v).map(KernelArg::I32).map_err(|_| self.error(format!("`{name}` = {v} does not fit a kernel int")))
     }
 
+    /// A parameter's value: the call's, else the op's default.
+    pub fn param(&self, name: &str) -> Result<f64, EngineError> {
+        match self.params.get(name) {
+            Some(v) => Ok(*v),
+            None => self.op.param(name).and_then(|p| p.default).ok_or_else(|| self.error(format!("parameter `{name}` not given"))),
+        }
+    }
+
     /// Launches the op's kernel through its module. A library op has no kernel of its own;
     /// a control's kernel for one is named after the op.
     pub fn run_kernel(&self, dims: LaunchDims, args: &[KernelArg]) -> Result<LaunchReport, EngineError> {

@@ -1,6 +1,6 @@
 //! `cargo xtask test`, the README's test command: installs what the tests need beyond Rust
 //! (the host C++ compiler and objcopy, clang-22 for gfx1201, Debian's ROCm 5.2 runtime, the
-//! NVRTC wheel for sm_90) or stops before any test with the exact command to run, then runs
+//! NVRTC wheel for sm_90, xmllint and Chromium for the reports' tests) or stops before any test with the exact command to run, then runs
 //! `cargo test --workspace --locked` and fails when any test reported itself not run.
 //! `cargo xtask setup` does only the first part.
 
@@ -77,6 +77,12 @@ fn system_needs() -> Vec<Need> {
             packages: &["libamdhip64-5"],
             missing: Toolchain::Rocm52Runtime.find().err(),
         },
+        Need { what: "xmllint (the JUnit report's schema test)", packages: &["libxml2-utils"], missing: Toolchain::Xmllint.find().err() },
+        Need {
+            what: "Chromium, run headless (the triage page's browser test)",
+            packages: &["chromium"],
+            missing: Toolchain::Chromium.find().err(),
+        },
         Need {
             what: "Python's venv and pip (to install the NVRTC wheel)",
             packages: &["python3-venv"],
@@ -93,7 +99,7 @@ fn python_can_make_a_venv() -> bool {
 fn setup() -> Result<(), String> {
     install_system_packages()?;
     install_nvrtc_wheel()?;
-    for toolchain in [Toolchain::AmdgpuClang, Toolchain::Rocm52Runtime, Toolchain::Nvrtc] {
+    for toolchain in [Toolchain::AmdgpuClang, Toolchain::Rocm52Runtime, Toolchain::Nvrtc, Toolchain::Xmllint, Toolchain::Chromium] {
         toolchain.find().map_err(|reason| format!("{} is still not found after setting up: {reason}", toolchain.name()))?;
     }
     eprintln!("xtask: every toolchain the tests need is here");

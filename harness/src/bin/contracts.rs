@@ -12,12 +12,23 @@ use engine::amdgpu::{Gfx1201Static, HipClang};
 use engine::backend::cuda::{CudaBackend, CudaOptions, NvrtcStatic};
 use engine::backend::hip::{HipBackend, HipOptions};
 use engine::backend::host::{HostBackend, HostOptions, worker_count};
+use engine::backend::preludes::Preludes;
 use engine::backend::static_checks::{StaticCheckOptions, StaticChecked};
 use engine::backend::{Backend, StaticCompiler};
 use harness::isolation::{self, BackendInfo, ChildCommand, JobRequest};
+use harness::replay::Replay;
 use harness::report::{self, Summary};
+use harness::reporters::dump::DumpReporter;
+use harness::reporters::github::GithubAnnotations;
+use harness::reporters::html::HtmlReporter;
+use harness::reporters::json::JsonReporter;
+use harness::reporters::junit::JunitReporter;
+use harness::reporters::progress::ProgressReporter;
+use harness::reporters::text::TextReporter;
+use harness::reporters::{self, Reporter, Reporters, Sink};
 use harness::runner::{self, Event, RunReport, Settings};
 use harness::{exit_guard, processes};
+use indicatif::ProgressBar;
 
 /// Output that survives a closed pipe (`contracts | head`): the run goes on, its report is
 /// written and its exit status is the run's, where `println!` would panic.
@@ -42,6 +53,15 @@ enum BackendChoice {
     Cuda,
     /// AMD GPUs through libamdhip64, hiprtc and rocBLAS
     Hip,
+}
+
+/// A seed in decimal or, as runs print it, in hex after `0x`.
+fn parse_seed(text: &str) -> Result<u64, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|e| format!("`{text}` is not a seed (decimal, or hex after 0x): {e}"))
 }
 
 /// Runs the engine's kernels under their contracts: gates 1-3 (nonfinite, repeat, shapes)
@@ -71,14 +91,19 @@ struct Flags {
     /// Kernel sources folder (default: <root>/kernels).
     #[arg(long, global = true)]
     kernels: Option<PathBuf>,
+    /// A folder every kernel's includes are also looked for in, after its contract's own
+    /// `[kernel] include` (repeatable); files there may be named by contracts.
+    #[arg(long = "include", value_name = "DIR", global = true)]
+    include: Vec<PathBuf>,
     /// Run only this op's contract and controls (repeatable).
     #[arg(long = "only", value_name = "OP", global = true)]
     only: Vec<String>,
     /// Skip the planted controls.
     #[arg(long, global = true)]
     no_controls: bool,
-    /// Seed of every input (the same seed gives the same bytes on every backend).
-    #[arg(long, global = true, default_value_t = runner::DEFAULT_SEED)]
+    /// Seed of every input (the same seed gives the same bytes on every backend); decimal, or
+    /// hex with 0x as the first line of a run prints it.
+    #[arg(long, global = true, default_value_t = runner::DEFAULT_SEED, value_parser = parse_seed)]
     seed: u64,
     /// Launches per case for the repeat gate (at least 3).
     #[arg(long, global = true, default_value_t = 3, value_parser = clap::value_parser!(u16).range(3..=16))]
@@ -135,6 +160,28 @@ struct Flags {
     /// are not run (what `contracts mutate` runs each mutant with).
     #[arg(long, global = true)]
     fail_fast: bool,
+    /// Run only the records of this name (repeatable), in the ops the run selects.
+    #[arg(long = "record", value_name = "NAME", global = true)]
+    records: Vec<String>,
+    /// Run only this shape case (its index in the contract's `[shapes].cases`, from 0), and
+    /// its copy with NaN and infinities planted where gate 1 plants one; needs one --only.
+    #[arg(long, value_name = "N", global = true)]
+    case: Option<usize>,
+    /// Run this CI job's share of the ops, k of n (`--partition 2/4`): each op's contracts and
+    /// controls go to one job by a hash of its name; `contracts merge` joins the jobs' reports.
+    #[arg(long, value_name = "K/N", global = true)]
+    partition: Option<harness::selection::Partition>,
+    /// Write each case's inputs, outputs (first launch) and oracle as NumPy .npy files under
+    /// this folder; f16 and bf16 as their 16-bit patterns (`<u2`). Needs --only; the records
+    /// run in this process (as --in-process), so that their data can be written.
+    #[arg(long, value_name = "DIR", global = true)]
+    dump: Option<PathBuf>,
+    /// Also write the results as JUnit XML (a regular file, written whole or not at all).
+    #[arg(long, value_name = "PATH", global = true)]
+    junit: Option<PathBuf>,
+    /// Write a triage page per failing record, and an index, into this folder (static HTML).
+    #[arg(long, value_name = "DIR", global = true)]
+    html: Option<PathBuf>,
     /// Internal (`isolation::CHILD_FLAG`): this process is a child of a run and reads its job
     /// on standard input.
     #[arg(long, global = true, hide = true, value_name = "LABEL")]
@@ -145,14 +192,37 @@ struct Flags {
     coverage_build: bool,
 }
 
-/// Records and controls `--timings` lists, the slowest first.
-const TIMINGS_ROWS: usize = 20;
-
 #[derive(clap::Subcommand, Debug)]
 enum Subcommand {
-    /// Rewrite every contract's `[limits.<arch>]` recorded figures: from the compiler
-    /// (gfx1201 with clang, sm_90 with NVRTC), or live from the GPU with `--backend cuda`.
-    Record,
+    /// Show how every contract's `[limits.<arch>]` recorded figures would change, from the
+    /// compiler (gfx1201 with clang, sm_90 with NVRTC) or live from the GPU with `--backend
+    /// cuda`, as a diff of each file; writes them only with --accept. Exits 1 when a change is
+    /// shown and not written.
+    Record {
+        /// Write the changes shown.
+        #[arg(long)]
+        accept: bool,
+    },
+    /// Compare two JSON reports, per record and control: verdicts, error growth, limits moved,
+    /// new and vanished records. Exits 1 on a regression, 2 when a report cannot be read.
+    Diff {
+        base: PathBuf,
+        new: PathBuf,
+        /// How many ulps an output's largest distance from the oracle may grow before it counts
+        /// as a regression.
+        #[arg(long, value_name = "ULPS", default_value_t = 0)]
+        max_ulp_growth: u64,
+        /// By how much (a fraction: 0.1 is 10%) an output's mean absolute error may grow before
+        /// it counts as a regression.
+        #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+        mean_error_growth: f64,
+    },
+    /// Combine the JSON reports of a partitioned run (`--partition k/n` jobs) into one report
+    /// and one SUMMARY, and exit as that run would; --junit and --html work as for a run.
+    Merge {
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+    },
     /// Line and branch coverage of every kernel source by its own contract's cases (host
     /// backend, GCC's gcov), held to the floor and accepted exceptions of `coverage.toml`.
     Coverage,
@@ -214,31 +284,33 @@ fn cache_dir(flags: &Flags, root: &Path) -> PathBuf {
     flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache"))
 }
 
-fn static_compiler(arch: &str, flags: &Flags, root: &Path) -> Result<Box<dyn StaticCompiler>> {
+/// The backends' preludes and HIP header shims: the kernels folder's own, else the copies
+/// built into this binary (a kernels folder of another library has none).
+fn preludes(flags: &Flags, root: &Path) -> Result<Preludes> {
     let kernels = flags.kernels.clone().unwrap_or_else(|| root.join("kernels"));
+    Preludes::locate(&kernels, &cache_dir(flags, root)).context("the backends' preludes")
+}
+
+fn static_compiler(arch: &str, flags: &Flags, root: &Path) -> Result<Box<dyn StaticCompiler>> {
+    let preludes = preludes(flags, root)?;
     let cache_dir = cache_dir(flags, root);
     if arch.starts_with("gfx") {
         let clang = HipClang::discover().context("the static gfx path needs clang-22 (apt-get install clang-22 lld-22 llvm-22)")?;
-        Ok(Box::new(Gfx1201Static {
-            clang,
-            arch: arch.to_string(),
-            prelude: kernels.join("hip/prelude.h"),
-            cache_dir: cache_dir.join(arch),
-        }))
+        Ok(Box::new(Gfx1201Static { clang, arch: arch.to_string(), prelude: preludes.hip_static(), cache_dir: cache_dir.join(arch) }))
     } else if arch.starts_with("sm_") {
         engine::backend::cuda::nvrtc::Nvrtc::shared().context("the static sm_90 path needs NVRTC")?;
-        Ok(Box::new(NvrtcStatic { arch: arch.to_string() }))
+        Ok(Box::new(NvrtcStatic { arch: arch.to_string(), prelude: preludes.cuda() }))
     } else {
         bail!("--arch {arch}: static figures exist for gfx targets (gfx1201) and sm_ targets (sm_90)")
     }
 }
 
 fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<String>)> {
-    // every backend's prelude from the kernels folder the run uses (`--kernels` included)
-    let kernels = flags.kernels.clone().unwrap_or_else(|| root.join("kernels"));
+    // every backend's prelude from the kernels folder the run uses (`--kernels` included), or built in
+    let preludes = preludes(flags, root)?;
     let host = || -> Result<Box<dyn Backend>> {
         let options = HostOptions {
-            prelude: kernels.join("host/prelude.h"),
+            prelude: preludes.host(),
             cache_dir: cache_dir(flags, root),
             workers: flags.workers.unwrap_or_else(worker_count).max(1),
             warp_size: flags.warp_size,
@@ -247,16 +319,11 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
         Ok(Box::new(if flags.coverage_build { host.with_coverage() } else { host }))
     };
     let cuda = || {
-        let options =
-            CudaOptions { prelude: kernels.join("cuda/prelude.h"), cache_dir: Some(cache_dir(flags, root)), ..CudaOptions::for_root(root) };
+        let options = CudaOptions { prelude: preludes.cuda(), cache_dir: Some(cache_dir(flags, root)), ..CudaOptions::for_root(root) };
         CudaBackend::probe(options)
     };
     let hip = || {
-        let options = HipOptions {
-            prelude: kernels.join("hip/hiprtc_prelude.h"),
-            cache_dir: Some(cache_dir(flags, root)),
-            ..HipOptions::for_root(root)
-        };
+        let options = HipOptions { prelude: preludes.hiprtc(), cache_dir: Some(cache_dir(flags, root)), ..HipOptions::for_root(root) };
         HipBackend::probe(options)
     };
     // a GPU backend's kernels get the host build's static offset checks too, unless asked not to
@@ -264,8 +331,7 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
         if flags.no_static_checks {
             return Ok(gpu);
         }
-        let options =
-            StaticCheckOptions { prelude: kernels.join("host/prelude.h"), cache_dir: cache_dir(flags, root), warp_size: flags.warp_size };
+        let options = StaticCheckOptions { prelude: preludes.host(), cache_dir: cache_dir(flags, root), warp_size: flags.warp_size };
         let checked = StaticChecked::new(gpu, options)
             .context("the static offset checks of a GPU run need the host C++ compiler and prelude (--no-static-checks leaves them out)")?;
         Ok(Box::new(checked))
@@ -307,6 +373,9 @@ fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi
     pair("--contracts", settings.contracts_dir.clone().into());
     pair("--controls", settings.controls_dir.clone().into());
     pair("--kernels", settings.kernels_dir.clone().into());
+    for dir in &settings.include_dirs {
+        pair("--include", dir.clone().into());
+    }
     pair("--seed", settings.seed.to_string().into());
     pair("--repeats", settings.repeats.to_string().into());
     pair("--warp-size", flags.warp_size.to_string().into());
@@ -328,6 +397,10 @@ fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi
     if flags.fail_fast {
         args.push("--fail-fast".into());
     }
+    // the job names the records; the case filter applies inside them
+    if let Some(case) = flags.case {
+        args.extend(["--case".into(), case.to_string().into()]);
+    }
     args
 }
 
@@ -342,6 +415,10 @@ fn settings(flags: &Flags, root: &Path, isolated: bool) -> Settings {
         contracts_dir: absolute(&flags.contracts, "contracts"),
         controls_dir: absolute(&flags.controls, "controls"),
         kernels_dir: absolute(&flags.kernels, "kernels"),
+        include_dirs: flags.include.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect(),
+        // a run whose cache cannot hold them stops at the backend's start, saying why
+        hip_headers: preludes(flags, root).ok().map(|p| p.hip_headers()),
+        cache_dir: cache_dir(flags, root),
         root: root.to_path_buf(),
         only: flags.only.clone(),
         run_controls: !flags.no_controls,
@@ -353,6 +430,10 @@ fn settings(flags: &Flags, root: &Path, isolated: bool) -> Settings {
         jobs: flags.jobs as usize,
         build_timeout_seconds: flags.build_timeout.unwrap_or(runner::DEFAULT_BUILD_TIMEOUT_SECONDS),
         fail_fast: flags.fail_fast,
+        records: flags.records.clone(),
+        case: flags.case,
+        partition: flags.partition,
+        case_data: flags.dump.is_some(),
     }
 }
 
@@ -362,7 +443,7 @@ fn reference_host(flags: &Flags, settings: &Settings) -> Result<Option<HostBacke
         return Ok(None);
     }
     let options = HostOptions {
-        prelude: settings.kernels_dir.join("host/prelude.h"),
+        prelude: preludes(flags, &settings.root)?.host(),
         cache_dir: cache_dir(flags, &settings.root),
         workers: worker_count(),
         warp_size: flags.warp_size,
@@ -389,6 +470,8 @@ fn run_child(flags: &Flags) -> i32 {
         );
         let mut channel = isolation::Channel::open(&request.channel).context("opening the result channel")?;
         let root = flags.root.clone().context("a child is given --root")?;
+        // the ops its contract replaces are defined by the other contracts
+        harness::contract::define_data_ops(&flags.contracts.clone().unwrap_or_else(|| root.join("contracts")));
         let settings = settings(flags, &root, true);
         let started = backend(flags, &root).and_then(|(backend, _)| Ok((backend, reference_host(flags, &settings)?)));
         match started {
@@ -412,15 +495,18 @@ fn run_child(flags: &Flags) -> i32 {
     }
 }
 
-/// What the run has reported so far, for the report an interrupted run still writes.
+/// The run's reporters, and what it has reported so far, for the report an interrupted run
+/// still writes.
 struct Progress {
-    report: RunReport,
-    report_path: PathBuf,
-    root: PathBuf,
+    reporters: Reporters,
+    /// Set when the run starts.
+    report: Option<RunReport>,
     started: Instant,
+    /// The run finished and its outputs were written: a signal from here on writes nothing.
+    over: bool,
 }
 
-/// Set when the run starts; taken (and its lock kept) by whatever ends the run early, so
+/// Set before the run starts; taken (and its lock kept) by whatever ends the run early, so
 /// that no line is printed after the interruption's.
 static PROGRESS: Mutex<Option<Progress>> = Mutex::new(None);
 
@@ -437,31 +523,20 @@ fn progress() -> Option<MutexGuard<'static, Option<Progress>>> {
     }
 }
 
-/// Ends every process of the run, then writes what finished, marked as interrupted by
-/// `cause`: the line saying so and (for a signal) the SUMMARY, and the JSON report. Holds the
-/// progress lock to the end of the process, so no other line follows.
-fn write_interrupted(cause: &'static str, with_summary: bool) {
+/// Ends every process of the run, then has the reporters write what finished, marked as
+/// interrupted by `cause`: the line saying so, where the report went and (for a signal) the
+/// SUMMARY, and the JSON report and the other outputs. Holds the progress lock to the end of
+/// the process, so no other line follows.
+fn write_interrupted(cause: &'static str) {
     let guard = progress();
     processes::end_everything(cause);
     isolation::remove_temp_folders();
     let Some(mut guard) = guard else { return };
-    let Some(progress) = guard.as_mut() else { return };
-    let report = &mut progress.report;
+    let Some(progress) = guard.as_mut().filter(|p| !p.over) else { return };
+    let Some(report) = progress.report.as_mut() else { return };
     report.interrupted = Some(cause.to_string());
     report.timing.total_seconds = progress.started.elapsed().as_secs_f64();
-    let summary = Summary::of(report);
-    if let Some(line) = report::interrupted_line(report) {
-        say!("{line}");
-    }
-    let written = report::write_json(&progress.report_path, report, &summary);
-    let path = progress.report_path.strip_prefix(&progress.root).unwrap_or(&progress.report_path).display().to_string();
-    match written {
-        Ok(()) => say!("report {path}"),
-        Err(e) => say!("report NOT written to {path}: {e}"),
-    }
-    if with_summary {
-        say!("{}", summary.line());
-    }
+    progress.reporters.finish(report);
     std::mem::forget(guard);
 }
 
@@ -469,7 +544,7 @@ fn write_interrupted(cause: &'static str, with_summary: bool) {
 fn on_signal(signal: i32) {
     let name = processes::interrupting_name(signal);
     exit_guard::disarm();
-    write_interrupted(name, true);
+    write_interrupted(name);
     eprintln!("contracts: interrupted by {name}");
     // SAFETY: ends the process at once; every process of the run was ended above.
     unsafe { libc::_exit(128 + signal) }
@@ -479,6 +554,11 @@ fn main() -> ExitCode {
     let flags = Flags::parse();
     if flags.child.is_some() {
         return ExitCode::from(run_child(&flags) as u8);
+    }
+    // two reports compared: no repository, no run, no signal handling needed
+    if let Some(Subcommand::Diff { base, new, max_ulp_growth, mean_error_growth }) = &flags.command {
+        let thresholds = harness::diff::Thresholds { max_ulp_growth: *max_ulp_growth, mean_error_growth: *mean_error_growth };
+        return ExitCode::from(diff(base, new, thresholds) as u8);
     }
     // before any thread starts, so that every thread leaves these signals to the watcher
     if let Err(e) = processes::block_interrupting_signals().and_then(|()| processes::become_subreaper()) {
@@ -495,37 +575,6 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("contracts: error: {}", runner::error_chain(e.as_ref()));
             ExitCode::from(2)
-        }
-    }
-}
-
-/// The lines of one event of the run.
-fn print_event(event: &Event, seed: u64) {
-    match event {
-        Event::Started { arch, backend, toolchain, .. } => {
-            say!("kernel-contracts {}: backend {backend} ({arch}), {toolchain}; seed {seed:#x}", env!("CARGO_PKG_VERSION"))
-        }
-        Event::ContractError(e) => say!("{}", report::contract_error_line(e)),
-        Event::Notice(line) => say!("{line}"),
-        Event::NotApplicable { arch, controls } => {
-            let n = controls.len();
-            say!("{n} control{} not run on {arch}:", if n == 1 { "" } else { "s" });
-            for control in *controls {
-                say!("    {}", harness::text::escaped(control));
-            }
-        }
-        Event::CasesNotRun { arch, cases } => {
-            let n = cases.len();
-            say!("{n} shape case{} not run on {arch}:", if n == 1 { "" } else { "s" });
-            for case in *cases {
-                say!("    {}", harness::text::escaped(case));
-            }
-        }
-        Event::Record(r) | Event::Control(r) => {
-            say!("{}", report::record_line(r));
-            for line in report::detail_lines(r) {
-                say!("{line}");
-            }
         }
     }
 }
@@ -549,9 +598,12 @@ fn run(flags: &Flags) -> Result<i32> {
     if let Some(Subcommand::Mutate { sample, list, operators }) = &flags.command {
         return mutate(flags, &root, *sample, *list, operators);
     }
+    if let Some(Subcommand::Merge { reports }) = &flags.command {
+        return merge(flags, &root, reports);
+    }
     if let Some(arch) = &flags.arch
         && !flags.static_only
-        && !matches!(flags.command, Some(Subcommand::Record))
+        && !matches!(flags.command, Some(Subcommand::Record { .. }))
     {
         bail!("--arch {arch} needs --static (or the record subcommand); a live run takes its arch from the device");
     }
@@ -561,33 +613,39 @@ fn run(flags: &Flags) -> Result<i32> {
         return coverage(flags, &root);
     }
     // gate 4 from a compiler's figures alone: no kernel runs, so nothing to isolate
-    let compiler_only = flags.static_only || matches!(flags.command, Some(Subcommand::Record)) && flags.backend != BackendChoice::Cuda;
-    let settings = settings(flags, &root, !flags.in_process && !compiler_only);
+    let compiler_only =
+        flags.static_only || matches!(flags.command, Some(Subcommand::Record { .. })) && flags.backend != BackendChoice::Cuda;
+    check_selection(flags)?;
+    // a case's data can only be written from a process that may write files: this one
+    let isolated = !flags.in_process && !compiler_only && flags.dump.is_none();
+    let settings = settings(flags, &root, isolated);
+    let recording = matches!(flags.command, Some(Subcommand::Record { .. }));
+    let bar = if recording { None } else { reporters::progress::terminal_bar() };
+    *PROGRESS.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some(Progress { reporters: run_reporters(flags, &root, bar, recording), report: None, started: Instant::now(), over: false });
     exit_guard::arm(
         "contracts: the run ended before its SUMMARY: a kernel or library called exit() (or the run panicked, above); \
          the report holds what finished",
-        Some(Box::new(|| write_interrupted("exit()", false))),
+        Some(Box::new(|| write_interrupted("exit()"))),
     );
-    let started = Instant::now();
     let mut print = |event: &Event| {
         let Some(mut guard) = progress() else { return };
+        let Some(progress) = guard.as_mut().filter(|p| !p.over) else { return };
         if let Event::Started { arch, backend, toolchain, gates_run } = event {
-            let report_path = flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("{arch}.json")));
-            let report = RunReport::empty(arch, backend, toolchain, &settings, settings.repeats, gates_run);
-            *guard = Some(Progress { report, report_path, root: root.clone(), started });
+            progress.report = Some(RunReport::empty(arch, backend, toolchain, &settings, settings.repeats, gates_run));
         }
-        let Some(progress) = guard.as_mut() else { return };
-        print_event(event, settings.seed);
-        let report = &mut progress.report;
-        match event {
-            Event::ContractError(e) => report.contract_errors.push((*e).clone()),
-            Event::NotApplicable { controls, .. } => report.controls_not_applicable.extend(controls.iter().cloned()),
-            Event::CasesNotRun { cases, .. } => report.cases_not_run.extend(cases.iter().cloned()),
-            Event::Record(r) => report.records.push((*r).clone()),
-            Event::Control(r) => report.controls.push((*r).clone()),
-            Event::Started { .. } | Event::Notice(_) => {}
+        if let Some(report) = progress.report.as_mut() {
+            collect(report, event);
         }
+        progress.reporters.event(event);
+        // the outputs were written as the run finished: a signal from here on writes nothing
+        progress.over = matches!(event, Event::Finished(_));
     };
+    if flags.dump.is_some() {
+        say!(
+            "--dump: the records run in this process (as with --in-process: no child processes, no sandbox), so that their cases can be written"
+        );
+    }
     let run = if compiler_only {
         let arch = flags.arch.clone().context("record needs --arch (gfx1201, sm_90)")?;
         runner::run_static(static_compiler(&arch, flags, &root)?.as_ref(), &settings, &mut print)
@@ -616,50 +674,175 @@ fn run(flags: &Flags) -> Result<i32> {
             runner::run_compared(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &mut print)
         }
     };
-    if matches!(flags.command, Some(Subcommand::Record)) {
-        let written =
-            harness::record::write_recorded(&run, &settings.contracts_dir).map_err(|e| anyhow::anyhow!("recording figures: {e}"))?;
-        let (lines, changed) = written;
-        for line in &lines {
-            say!("{line}");
+    if let Some(Subcommand::Record { accept }) = &flags.command {
+        return record(&run, &settings, *accept);
+    }
+    let summary = progress().and_then(|guard| guard.as_ref()?.reporters.summary().cloned()).unwrap_or_else(|| Summary::of(&run));
+    Ok(report::exit_code(&summary))
+}
+
+/// What an interrupted run's report holds: each event's part of the run, as it came.
+fn collect(report: &mut RunReport, event: &Event) {
+    match event {
+        Event::ContractError(e) => report.contract_errors.push((*e).clone()),
+        Event::NotApplicable { controls, .. } => report.controls_not_applicable.extend(controls.iter().cloned()),
+        Event::CasesNotRun { cases, .. } => report.cases_not_run.extend(cases.iter().cloned()),
+        Event::Record(r) => report.records.push((*r).clone()),
+        Event::Control(r) => report.controls.push((*r).clone()),
+        _ => {}
+    }
+}
+
+/// `--case` and `--dump` name what they apply to.
+fn check_selection(flags: &Flags) -> Result<()> {
+    if flags.case.is_some() && flags.only.len() != 1 {
+        bail!("--case N is an index into one contract's [shapes].cases: give exactly one --only OP with it");
+    }
+    if flags.dump.is_some() && flags.only.is_empty() {
+        bail!("--dump writes every case the run runs: name the op with --only (and narrow it with --record and --case)");
+    }
+    Ok(())
+}
+
+/// Where lines go: standard output, through the progress bar where one is drawn (so the bar
+/// is lifted off the terminal while a line prints).
+fn stdout_sink(bar: Option<ProgressBar>) -> Sink {
+    Box::new(move |line: &str| match &bar {
+        Some(bar) => bar.suspend(|| say!("{line}")),
+        None => say!("{line}"),
+    })
+}
+
+/// The replay command's flags of this run that shape what a case computes.
+fn replay(flags: &Flags) -> Replay {
+    let mut folders = Vec::new();
+    for (flag, value) in
+        [("--root", &flags.root), ("--contracts", &flags.contracts), ("--controls", &flags.controls), ("--kernels", &flags.kernels)]
+    {
+        if let Some(path) = value {
+            folders.push((flag.to_string(), path.display().to_string()));
         }
-        say!("recorded {} figures of {}: {changed} of {} contract(s) changed", run.arch, run.toolchain, lines.len());
+    }
+    let mut extra = Vec::new();
+    if flags.warp_size != 32 {
+        extra.extend(["--warp-size".to_string(), flags.warp_size.to_string()]);
+    }
+    if flags.repeats != 3 {
+        extra.extend(["--repeats".to_string(), flags.repeats.to_string()]);
+    }
+    if flags.strict_limits {
+        extra.push("--strict-limits".into());
+    }
+    Replay { program: "contracts".into(), seed: flags.seed, folders, extra, ..Replay::default() }
+}
+
+/// Every output of a run: its files first (the JSON report, JUnit, triage pages, case dumps),
+/// then its lines (the progress bar, the record lines and SUMMARY, annotations). `contracts
+/// record` prints the record lines only, and writes no report.
+fn run_reporters(flags: &Flags, root: &Path, bar: Option<ProgressBar>, recording: bool) -> Reporters {
+    let replay = replay(flags);
+    let mut list: Vec<Box<dyn Reporter>> = Vec::new();
+    if recording {
+        list.push(Box::new(TextReporter::new(stdout_sink(None), flags.seed, root).with_replay(replay).without_closing()));
+        return Reporters::new(list);
+    }
+    list.push(Box::new(JsonReporter::new(flags.report.clone(), root)));
+    if let Some(path) = &flags.junit {
+        list.push(Box::new(JunitReporter::new(path.clone(), Some(replay.clone()))));
+    }
+    if let Some(dir) = &flags.html {
+        list.push(Box::new(HtmlReporter::new(dir.clone(), Some(replay.clone()))));
+    }
+    if let Some(dir) = &flags.dump {
+        list.push(Box::new(DumpReporter::new(dir.clone())));
+    }
+    if let Some(bar) = &bar {
+        list.push(Box::new(ProgressReporter::new(bar.clone())));
+    }
+    let text = TextReporter::new(stdout_sink(bar.clone()), flags.seed, root).with_replay(replay.clone()).with_timings(flags.timings);
+    list.push(Box::new(text));
+    // after the record's own lines; never after the SUMMARY (it annotates no closing line)
+    if reporters::github::enabled() {
+        list.push(Box::new(GithubAnnotations::new(stdout_sink(bar), root, Some(replay))));
+    }
+    Reporters::new(list)
+}
+
+/// `contracts record`: every contract whose recorded figures differ from the run's, as a diff
+/// of its file; written only with `--accept` (as `cargo insta accept` does). Exits 1 when a
+/// change is shown and not written.
+fn record(run: &RunReport, settings: &Settings, accept: bool) -> Result<i32> {
+    let plan = harness::record::plan(run, &settings.contracts_dir).map_err(|e| anyhow::anyhow!("recording figures: {e}"))?;
+    for line in &plan.lines {
+        say!("{line}");
+    }
+    for change in &plan.changes {
+        say_raw(format_args!("{}", change.diff()));
+    }
+    let n = plan.changes.len();
+    if accept {
+        harness::record::apply(&plan).map_err(|e| anyhow::anyhow!("recording figures: {e}"))?;
+        say!("recorded {} figures of {}: {n} of {} contract(s) changed", run.arch, run.toolchain, plan.lines.len());
         return Ok(0);
     }
-    // the run finished: a signal from here on ends the process without another report
-    let mut finished = progress();
-    if let Some(guard) = finished.as_mut() {
-        **guard = None;
+    if n == 0 {
+        say!("recorded {} figures of {}: every one of {} contract(s) as recorded", run.arch, run.toolchain, plan.lines.len());
+        return Ok(0);
     }
-    let summary = Summary::of(&run);
-    let report_path = flags.report.clone().unwrap_or_else(|| root.join("reports/last").join(format!("{}.json", run.arch)));
-    let written = report::write_json(&report_path, &run, &summary);
-    let shown = harness::text::escaped(&report_path.strip_prefix(&root).unwrap_or(&report_path).display().to_string()).into_owned();
-    if flags.timings {
-        for line in harness::phases::timings_table(&run, TIMINGS_ROWS) {
-            say!("{line}");
-        }
+    say!("{n} of {} contract(s) would change (above): nothing written; run again with --accept to write them", plan.lines.len());
+    Ok(1)
+}
+
+/// `contracts diff`: 1 on a regression, 0 otherwise, 2 when a report cannot be read.
+fn diff(base: &Path, new: &Path, thresholds: harness::diff::Thresholds) -> i32 {
+    let read = |path: &Path| harness::report_file::read(path).map_err(|e| eprintln!("contracts diff: {e}"));
+    let (Ok(base), Ok(new)) = (read(base), read(new)) else { return 2 };
+    let compared = harness::diff::diff(&base, &new, &thresholds);
+    for line in compared.lines() {
+        say!("{line}");
     }
-    say!(
-        "ran {} records and {} controls in {:.2} s (kernel builds {:.2} s, launches and gates {:.2} s); report {}",
-        run.records.len(),
-        run.controls.len(),
-        run.timing.total_seconds,
-        run.timing.build_seconds,
-        run.timing.run_seconds,
-        match &written {
-            Ok(()) => shown,
-            Err(e) => format!("NOT written to {shown}: {e}"),
-        }
-    );
-    if summary.load_errors > 0 {
-        say!("{} contract or control file(s) could not be loaded: see the error lines above", summary.load_errors);
+    compared.exit_code()
+}
+
+/// `contracts merge`: the jobs' reports as one run, told by the run's reporters (record lines
+/// and SUMMARY, the JSON report, --junit, --html), exiting as that run would.
+fn merge(flags: &Flags, root: &Path, paths: &[PathBuf]) -> Result<i32> {
+    let mut reports = Vec::new();
+    for path in paths {
+        reports.push((path.clone(), harness::report_file::read(path)?));
     }
-    say!("{}", summary.line());
-    let code = report::exit_code(&summary);
-    // a report that could not be written is the harness failing its job, not a kernel
-    // failing a gate: 2, as for a run that could not start (the lines above still stand)
-    Ok(if written.is_err() { 2 } else { code })
+    let run = harness::merge::merge(reports)?;
+    let mut reporters = Reporters::default();
+    reporters.push(Box::new(JsonReporter::new(flags.report.clone(), root)));
+    if let Some(path) = &flags.junit {
+        reporters.push(Box::new(JunitReporter::new(path.clone(), None)));
+    }
+    if let Some(dir) = &flags.html {
+        reporters.push(Box::new(HtmlReporter::new(dir.clone(), None)));
+    }
+    reporters.push(Box::new(TextReporter::new(stdout_sink(None), run.seed, root)));
+    reporters.event(&Event::Started { arch: &run.arch, backend: &run.backend, toolchain: &run.toolchain, gates_run: &run.gates_run });
+    let shown: Vec<String> = paths.iter().map(|p| harness::text::escaped(&p.display().to_string()).into_owned()).collect();
+    reporters.event(&Event::Notice(&format!("merged {} reports: {}", paths.len(), shown.join(", "))));
+    for e in &run.contract_errors {
+        reporters.event(&Event::ContractError(e));
+    }
+    if !run.controls_not_applicable.is_empty() {
+        reporters.event(&Event::NotApplicable { arch: &run.arch, controls: &run.controls_not_applicable });
+    }
+    if !run.cases_not_run.is_empty() {
+        reporters.event(&Event::CasesNotRun { arch: &run.arch, cases: &run.cases_not_run });
+    }
+    reporters.event(&Event::Planned { records: run.records.len(), controls: run.controls.len() });
+    for r in &run.records {
+        reporters.event(&Event::Record(r));
+    }
+    for r in &run.controls {
+        reporters.event(&Event::Control(r));
+    }
+    reporters.event(&Event::Finished(&run));
+    let summary = reporters.summary().cloned().unwrap_or_else(|| Summary::of(&run));
+    Ok(report::exit_code(&summary))
 }
 
 /// `contracts coverage`: the host backend in coverage mode, its records run in one child
@@ -670,7 +853,7 @@ fn coverage(flags: &Flags, root: &Path) -> Result<i32> {
     }
     let settings = settings(flags, root, false);
     let options = HostOptions {
-        prelude: settings.kernels_dir.join("host/prelude.h"),
+        prelude: preludes(flags, root)?.host(),
         cache_dir: cache_dir(flags, root),
         workers: flags.workers.unwrap_or_else(worker_count).max(1),
         warp_size: flags.warp_size,

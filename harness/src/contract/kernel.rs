@@ -4,7 +4,6 @@
 //! file, line and key, then defined for the engine to find.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use engine::DType;
 use engine::ops::data::{self, DataOp, DataParam, DataTensor, DerivedTensor, KernelArgSpec, KernelSpec};
@@ -13,13 +12,16 @@ use engine::shape_expr::{Condition, Expr, ShapeExpr};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{ContractError, RawContract, Source};
+use super::{ContractError, ContractPath, RawContract, Source};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawKernel {
     source: Spanned<String>,
     symbol: Spanned<String>,
+    /// Folders the kernel's includes are found in, as paths a contract names.
+    #[serde(default)]
+    include: Vec<Spanned<String>>,
     args: Spanned<Vec<Spanned<String>>>,
     grid: Spanned<Vec<Spanned<toml::Value>>>,
     block: Spanned<Vec<Spanned<toml::Value>>>,
@@ -58,13 +60,14 @@ pub(super) fn param_offsets(kernel: &RawKernel) -> BTreeMap<String, usize> {
     kernel.params.iter().map(|(name, v)| (name.clone(), v.span().start)).collect()
 }
 
-/// The op `raw` describes with `kernel` and `tensors`, defined in the engine.
+/// The op `raw` describes with `kernel` and `tensors`, defined in the engine, with its kernel's
+/// source and include folders as the contract names them.
 pub(super) fn data_op(
     source: &Source,
     raw: &RawContract,
     kernel: &Spanned<RawKernel>,
     tensors: &RawTensors,
-) -> Result<&'static OpSpec, ContractError> {
+) -> Result<(&'static OpSpec, ContractPath, Vec<ContractPath>), ContractError> {
     let name = raw.op.get_ref().trim();
     if !data::is_identifier(name) {
         return Err(source.error(raw.op.span().start, "op", format!("`{name}` is not an op name (letters, digits and `_`)")));
@@ -76,18 +79,13 @@ pub(super) fn data_op(
     }
     let k = kernel.get_ref();
     let file = k.source.get_ref();
-    let path = Path::new(file);
-    if file.is_empty() || path.is_absolute() || path.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
-        return Err(source.error(
-            k.source.span().start,
-            "kernel.source",
-            format!("`{file}`: a file in the kernels folder, named from it (no absolute path, no `..`)"),
-        ));
+    let kernel_path = ContractPath::parse(source, k.source.span().start, "kernel.source", file)?;
+    let mut includes = Vec::new();
+    for (i, dir) in k.include.iter().enumerate() {
+        includes.push(ContractPath::parse(source, dir.span().start, &format!("kernel.include[{i}]"), dir.get_ref())?);
     }
     let symbol = k.symbol.get_ref();
-    if !data::is_identifier(symbol) {
-        return Err(source.error(k.symbol.span().start, "kernel.symbol", format!("`{symbol}` is not an `extern \"C\"` kernel name")));
-    }
+    engine::backend::symbols::check(symbol).map_err(|e| source.error(k.symbol.span().start, "kernel.symbol", e))?;
     let spec = kernel_spec(source, k, &given, derived, &params)?;
     let op = DataOp {
         name: name.to_string(),
@@ -99,7 +97,8 @@ pub(super) fn data_op(
         kernel: spec,
         symbol_order: keys_in_file_order(source.text, &["shapes", "cases", "0"]),
     };
-    data::define(op).map_err(|e| source.error(kernel.span().start, "kernel", e.to_string()))
+    let op = data::define(op).map_err(|e| source.error(kernel.span().start, "kernel", e.to_string()))?;
+    Ok((op, kernel_path, includes))
 }
 
 /// The keys of the table at `path` in the file's order (serde's maps are sorted); a number in
@@ -128,7 +127,11 @@ fn keys_in_file_order(text: &str, path: &[&str]) -> Vec<String> {
 /// `kernel.params`: each a kind, an optional default and optional limits.
 fn params(source: &Source, kernel: &RawKernel) -> Result<Vec<DataParam>, ContractError> {
     let mut params = Vec::new();
-    for (name, v) in &kernel.params {
+    // in the file's order: a reference function takes them so
+    let mut order = keys_in_file_order(source.text, &["kernel", "params"]);
+    order.retain(|k| kernel.params.contains_key(k));
+    order.extend(kernel.params.keys().filter(|k| !order.contains(k)).cloned().collect::<Vec<_>>());
+    for (name, v) in order.iter().map(|n| (n, &kernel.params[n])) {
         let key = format!("kernel.params.{name}");
         let at = v.span().start;
         let bad =

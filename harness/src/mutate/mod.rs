@@ -140,6 +140,10 @@ pub fn targets(kernels_dir: &Path, only: &[String]) -> Result<Vec<Target>, Mutat
     let mut header_ops = Vec::new();
     for op in engine::ops::all() {
         let Some(source) = op.source else { continue };
+        // a kernel named from its contract's folder is another library's, not the kernels folder's
+        if source.starts_with("./") || source.starts_with("../") {
+            continue;
+        }
         if !only.is_empty() && !only.iter().any(|o| o == op.name) {
             continue;
         }
@@ -227,7 +231,7 @@ pub fn sample(all: &[Mutant], n: usize, seed: u64) -> Vec<usize> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
-    /// A record went red: the gate (`nonfinite`, `repeat`, `shapes`, `limits`) or how it
+    /// A record went red: the gate (`nonfinite`, `repeat`, `shapes`, `limits`, `seams`) or how it
     /// errored (`error`, `timeout`, `crash`, `device-fault`).
     Killed {
         gate: String,
@@ -354,8 +358,20 @@ pub struct MutateReport {
 }
 
 /// The columns of the kill matrix, in order.
-pub const MATRIX_COLUMNS: &[&str] =
-    &["nonfinite", "repeat", "shapes", "limits", "error", "timeout", "crash", "device-fault", "survived", "equivalent", "no-build"];
+pub const MATRIX_COLUMNS: &[&str] = &[
+    "nonfinite",
+    "repeat",
+    "shapes",
+    "limits",
+    "seams",
+    "error",
+    "timeout",
+    "crash",
+    "device-fault",
+    "survived",
+    "equivalent",
+    "no-build",
+];
 
 fn column_of(r: &MutantResult) -> String {
     match &r.outcome {

@@ -231,7 +231,7 @@ fn new_rows() -> Vec<Row> {
                 f.copy("contracts/tf_softmax_stats.toml");
                 Some(("contracts/tf_softmax_stats.toml".into(), f.real("contracts/tf_softmax_stats.toml")))
             },
-            Expect::LoadError { key: "op", at: "op = ", words: "the op's kernel: `kernels/tf_softmax_stats.hip` resolves outside the repository" },
+            Expect::LoadError { key: "kernel.source", at: "source = ", words: "`kernels/tf_softmax_stats.hip` resolves outside the repository" },
         ),
         arranged(
             "contract file a symlink out of the repository",
@@ -293,7 +293,26 @@ fn new_rows() -> Vec<Row> {
             false,
             "no contracts/ folder in the current folder (",
         ),
-        control("control planted at a gate no backend runs", "gate = \"repeat\"", "gate = \"seams\"", "gate", "gate = ", "no backend runs gate `seams`"),
+        control_with(
+            "control planted at seams for an op whose rows are not independent",
+            "contract = \"tf_add\"\nrecord = \"f16\"\ngate = \"repeat\"",
+            "contract = \"tf_kv_append\"\nrecord = \"f16 rows, f16 cache\"\ngate = \"seams\"",
+            |f| f.copy("contracts/tf_kv_append.toml"),
+            "gate",
+            "gate = ",
+            "contracts/tf_kv_append.toml says its seams are `none`: gate 5 never runs for it",
+        ),
+        control("control parameter the op does not have", CONTROL_SOURCE, "source = \"add_whole_blocks_only.hip\"\nparams = { chunk = 0 }", "params.chunk", "params = ", "op tf_add has no parameter `chunk` (its parameters: none)"),
+        contract("no word on seams", TF_ADD, "[seams]\n# elementwise: a row of out is its rows of a and b alone\naxis = \"rows\"\n", b"", "seams", "op = ", "no statement on seams"),
+        contract(
+            "seams axis that is not each tensor's first dimension",
+            TF_ADD,
+            "axis = \"rows\"",
+            b"axis = \"k\"",
+            "seams.axis",
+            "axis = ",
+            "tensor `a` (rows, k) uses `k` other than as exactly its first dimension",
+        ),
         Row {
             name: "control whose gate does not run on this backend",
             breaks: Break::Control { find: "gate = \"repeat\"", replace: "gate = \"limits\"", arrange: nothing },
@@ -498,7 +517,7 @@ fn rows() -> Vec<Row> {
             "op = ",
             "already has a contract",
         ),
-        contract("missing required key", TF_ADD, "oracle = \"add\"\n", b"", "oracle", "[reference]", "missing field `oracle`"),
+        contract("missing required key", TF_ADD, "oracle = \"add\"\n", b"", "reference", "[reference]", "names what the outputs are checked against"),
         // a contract without [kernel] names an op of the engine's own: one a library serves
         contract("unknown op", PROJECTION, "op = \"projection_bf16\"", b"op = \"projection_bf17\"", "op", "op = ", "unknown op `projection_bf17`"),
         // an op described as data (tf_cast's contract): its [kernel] and [tensors]
@@ -527,13 +546,13 @@ fn rows() -> Vec<Row> {
         ),
         contract("a grid of no dimension", TF_CAST, "grid = [\"ceil_div(rows * k, 256)\"]", b"grid = []", "kernel.grid", "grid = ", "one to three dimensions"),
         contract(
-            "a kernel source climbing out of the kernels folder",
+            "a kernel source climbing back in its middle",
             TF_CAST,
             "source = \"tf_cast.hip\"",
-            b"source = \"../tf_cast.hip\"",
+            b"source = \"lib/../tf_cast.hip\"",
             "kernel.source",
             "source = ",
-            "no absolute path, no `..`",
+            "`lib/../tf_cast.hip`: `..` or `.` in its middle",
         ),
         contract(
             "[kernel] without [tensors]",
@@ -980,7 +999,137 @@ fn rows() -> Vec<Row> {
     ];
     rows.extend(new_rows());
     rows.extend(domain_rows());
+    rows.extend(own_kernel_rows());
     rows
+}
+
+/// tf_add's contract as `tf_add_v2`, replacing tf_add, its [reference] given by `reference`.
+fn replacing_tf_add(f: &Fixture, reference: &str) -> Option<(String, Vec<u8>)> {
+    let text = replaced(&f.real("contracts/tf_add.toml"), "op = \"tf_add\"", b"op = \"tf_add_v2\"");
+    let text = replaced(&text, "oracle = \"add\"\ntolerance = \"exact\"", reference.as_bytes());
+    std::fs::write(f.base.join("contracts/tf_add_v2.toml"), &text).unwrap();
+    Some(("contracts/tf_add_v2.toml".into(), text))
+}
+
+/// Bringing one's own kernels: a kernel source or include folder named from the contract's
+/// folder, a C++ kernel name, a C++ reference function, and a kernel that replaces another.
+fn own_kernel_rows() -> Vec<Row> {
+    vec![
+        contract(
+            "a kernel source from the contract's folder leading outside",
+            TF_CAST,
+            "source = \"tf_cast.hip\"",
+            b"source = \"../../outside/dir/k.hip\"",
+            "kernel.source",
+            "source = ",
+            "/outside/dir/k.hip` resolves outside the repository and the folders given on the command line (to ",
+        ),
+        contract(
+            "a kernel symbol that is no C++ name",
+            TF_CAST,
+            "symbol = \"tf_cast\"",
+            b"symbol = \"tf_cast; int x\"",
+            "kernel.symbol",
+            "symbol = ",
+            "`;` cannot stand in one",
+        ),
+        contract(
+            "an include folder outside the repository",
+            TF_CAST,
+            "symbol = \"tf_cast\"",
+            b"symbol = \"tf_cast\"\ninclude = [\"../../outside/dir\"]",
+            "kernel.include[0]",
+            "include = ",
+            "/outside/dir` resolves outside the repository",
+        ),
+        contract(
+            "an include folder that is a file",
+            TF_CAST,
+            "symbol = \"tf_cast\"",
+            b"symbol = \"tf_cast\"\ninclude = [\"common.h\"]",
+            "kernel.include[0]",
+            "include = ",
+            "`kernels/common.h` is not a folder",
+        ),
+        contract(
+            "a C++ reference without its function",
+            TF_CAST,
+            "oracle = \"cast\"",
+            b"reference = \"ref/cast.cpp\"",
+            "reference.reference",
+            "reference = ",
+            "a C++ file and the function in it, `ref/x.cpp:function`",
+        ),
+        contract(
+            "a C++ reference outside the repository",
+            TF_CAST,
+            "oracle = \"cast\"",
+            b"reference = \"../../outside/secret.h:secret\"",
+            "reference.reference",
+            "reference = ",
+            "/outside/secret.h` resolves outside the repository",
+        ),
+        contract(
+            "an oracle and a replaced kernel both",
+            TF_CAST,
+            "oracle = \"cast\"",
+            b"oracle = \"cast\"\nreplaces = \"tf_add\"",
+            "reference.replaces",
+            "replaces = ",
+            "give one of `oracle`, `reference` and `replaces`",
+        ),
+        contract(
+            "a replaced op of other tensors",
+            TF_CAST,
+            "oracle = \"cast\"",
+            b"replaces = \"tf_add\"",
+            "reference.replaces",
+            "replaces = ",
+            "`tf_add` has other tensors",
+        ),
+        contract(
+            "a replaced op that does not exist",
+            TF_CAST,
+            "oracle = \"cast\"",
+            b"replaces = \"tf_cats\"",
+            "reference.replaces",
+            "replaces = ",
+            "no op `tf_cats`",
+        ),
+        contract(
+            "a C++ reference with an absolute tolerance",
+            "tf_silu_mul",
+            "oracle = \"silu_mul\"",
+            b"reference = \"./silu.cpp:silu_ref\"",
+            "reference.tolerance",
+            "tolerance = ",
+            "a C++ reference runs only in a record's process",
+        ),
+        arranged(
+            "a replacement held to a tolerance looser than its predecessor's bits",
+            |f| replacing_tf_add(f, "replaces = \"tf_add\"\ntolerance = \"ulp(1)\""),
+            Expect::LoadError {
+                key: "reference.tolerance",
+                at: "tolerance = ",
+                words: "a kernel that replaces `tf_add` matches its bits, `exact`",
+            },
+        ),
+        arranged(
+            "a replacement whose shapes the replaced kernel's do not match",
+            |f| {
+                let (name, text) = replacing_tf_add(f, "replaces = \"tf_add\"")?;
+                let out = "out = { role = \"output\", dtypes = [\"f32\", \"f16\", \"bf16\"], shape = \"rows, k\" }";
+                let text = replaced(&text, out, out.replace("rows, k", "k, rows").as_bytes());
+                std::fs::write(f.base.join(&name), &text).unwrap();
+                Some((name, text))
+            },
+            Expect::LoadError {
+                key: "reference.replaces",
+                at: "replaces = ",
+                words: "shapes.cases[0]: `out` is [3, 1] for `tf_add` but [1, 3] here",
+            },
+        ),
+    ]
 }
 
 /// A contract whose cases, records or parameters leave a class of its op's domain open does

@@ -72,7 +72,10 @@ fn a_finding_covers_only_its_tensor_message_cases_and_arch_and_claims_no_closene
 
     for known in ["f32, leading columns", "f32, cases 0 and 2 to 8"] {
         let l = line(known);
-        assert!(l.contains(" pass nonfinite, repeat and shapes with known finding at shapes (out): writes one past the end; "), "{l}");
+        assert!(
+            l.contains(" pass nonfinite, repeat, shapes and seams with known finding at shapes (out): writes one past the end; "),
+            "{l}"
+        );
         assert!(l.contains("out not claimed (known finding)") && !l.contains("exact"), "{l}");
         assert!(l.contains("shapes (in): writes one past the end"), "{l}");
     }
@@ -95,7 +98,7 @@ fn a_finding_covers_only_its_tensor_message_cases_and_arch_and_claims_no_closene
     assert_eq!(
         lines.last().unwrap(),
         &format!(
-            "SUMMARY {host} 10 kernels: 2 pass gates 1-3, 8 fail, 2 known findings; 0 controls: 0 red as planted, 0 missed; 0 limit problems"
+            "SUMMARY {host} 10 kernels: 2 pass gates 1-5, 8 fail, 2 known findings; 0 controls: 0 red as planted, 0 missed; 0 limit problems"
         ),
         "{output}"
     );
@@ -107,4 +110,48 @@ fn a_finding_covers_only_its_tensor_message_cases_and_arch_and_claims_no_closene
     want.extend(["known_finding", "fail"]);
     assert_eq!(outcomes, want, "{output}");
     assert_eq!(json["records"][0]["covered_tensors"], serde_json::json!(["in", "out"]));
+}
+
+/// tf_add with a last-block counter that the last block resets: module state the host build's
+/// static check names, which a known finding on `kernel` accepts.
+const SELF_RESETTING: &str = r#"#include "common.h"
+
+__device__ unsigned blocks_done;   // the last block of a launch resets it for the next
+
+extern "C" __global__ void tf_add(const void* a, int a_kind, const void* b, int b_kind, int rows, int k,
+                                  void* out, int out_kind) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < (long long)rows * k) tf_store(out, out_kind, i, tf_load(a, a_kind, i) + tf_load(b, b_kind, i));
+  if (threadIdx.x == 0 && atomicAdd(&blocks_done, 1u) == gridDim.x - 1) atomicExch(&blocks_done, 0u);
+}
+"#;
+
+#[test]
+fn a_finding_on_kernel_accepts_module_state_that_the_kernel_resets_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    for folder in ["contracts", "controls"] {
+        std::fs::create_dir_all(base.join(folder)).unwrap();
+    }
+    copy_dir(&root().join("kernels"), &base.join("kernels"));
+    std::fs::write(base.join("kernels/tf_add.hip"), SELF_RESETTING).unwrap();
+    let real = std::fs::read_to_string(root().join("contracts/tf_add.toml")).unwrap();
+    let host = format!("host-{}", std::env::consts::ARCH);
+    let accepted = format!(
+        "{real}\n[[finding]]\ngate = \"shapes\"\narch = \"{host}\"\nrecord = \"f32\"\ntensor = \"kernel\"\n\
+         matches = \"`blocks_done` (\"\nreason = \"the last block of every launch resets the counter\"\n"
+    );
+    std::fs::write(base.join("contracts/tf_add.toml"), accepted).unwrap();
+    let (code, lines, stderr) =
+        contracts(&["--root", base.to_str().unwrap(), "--no-controls", "--report", base.join("r.json").to_str().unwrap()]);
+    let output = format!("{}\n{stderr}", lines.join("\n"));
+    println!("{output}");
+    let line =
+        |record: &str| lines.iter().find(|l| l.starts_with(&format!("tf_add ({record}) "))).unwrap_or_else(|| panic!("{output}")).clone();
+    let f32 = line("f32");
+    assert!(f32.contains(" with known finding at shapes (kernel): the last block of every launch resets the counter"), "{f32}");
+    let f16 = line("f16");
+    assert!(f16.contains(" FAIL at shapes: ") && f16.contains("kernel: kernels/tf_add.hip:3: `blocks_done` ("), "{f16}");
+    assert!(f16.contains("is writable module-scope storage"), "{f16}");
+    assert_eq!(code, 1, "{output}");
 }

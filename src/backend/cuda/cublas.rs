@@ -9,19 +9,12 @@ use std::sync::Arc;
 use super::driver::{Context, DeviceMemory, Stream};
 use super::sys::*;
 use crate::EngineError;
+use crate::backend::vendor::{self, Vendor};
 
-/// Where cuBLAS is looked for: `KERNEL_CONTRACTS_CUBLAS_DIR` if set (only there), else the
-/// sonames, else the toolkit's folder.
+/// Where cuBLAS is looked for (the vendor layer's list): the sonames in
+/// `KERNEL_CONTRACTS_CUBLAS_DIR` alone when set, else the sonames, then the toolkit's folders.
 pub fn candidates() -> Vec<PathBuf> {
-    let names = ["libcublas.so.13", "libcublas.so.12"];
-    if let Some(dir) = std::env::var_os("KERNEL_CONTRACTS_CUBLAS_DIR").filter(|p| !p.is_empty()) {
-        return names.iter().map(|n| Path::new(&dir).join(n)).collect();
-    }
-    let mut out: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
-    for dir in ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"] {
-        out.extend(names.iter().map(|n| Path::new(dir).join(n)));
-    }
-    out
+    Vendor::Cublas.candidates(None).into_iter().map(PathBuf::from).collect()
 }
 
 /// The status enumerator's name and meaning (cublas_api.h).
@@ -43,38 +36,19 @@ pub fn status_text(status: cublasStatus_t) -> (&'static str, &'static str) {
 
 pub struct Cublas {
     api: CublasApi,
-    /// libcublasLt from the same folder, opened first so libcublas's dependency resolves.
-    _lt: Option<Dylib>,
 }
 
 impl Cublas {
+    /// cuBLAS from the first candidate that opens with every symbol (libcublasLt beside it
+    /// opened first, so that its dependency resolves).
     pub fn discover() -> Result<Cublas, EngineError> {
-        let list = candidates();
-        let mut reasons = Vec::new();
-        for candidate in &list {
-            match Cublas::open(candidate) {
-                Ok(c) => return Ok(c),
-                Err(EngineError::LoadLibrary { reason, .. }) => reasons.push(reason),
-                Err(other) => return Err(other),
-            }
-        }
-        Err(EngineError::LoadLibrary {
-            library: list.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" or "),
-            reason: format!("{} (set KERNEL_CONTRACTS_CUBLAS_DIR to the folder of libcublas.so.13)", reasons.join("; ")),
-        })
+        let library = vendor::open(Vendor::Cublas, &Vendor::Cublas.candidates(None), &CublasApi::check)?;
+        Ok(Cublas { api: CublasApi::resolve(library)? })
     }
 
     pub fn open(library: &Path) -> Result<Cublas, EngineError> {
-        let lt = match (library.parent().filter(|d| !d.as_os_str().is_empty()), library.file_name().and_then(|f| f.to_str())) {
-            (Some(dir), Some(file)) => {
-                let lt_path = dir.join(file.replace("libcublas.", "libcublasLt."));
-                if lt_path.is_file() { Dylib::open(&lt_path.display().to_string(), true).ok() } else { None }
-            }
-            _ => None,
-        };
-        let name = library.display().to_string();
-        let lib = Dylib::open(&name, false).map_err(|reason| EngineError::LoadLibrary { library: name, reason })?;
-        Ok(Cublas { api: CublasApi::resolve(lib)?, _lt: lt })
+        let library = vendor::open(Vendor::Cublas, &[library.display().to_string()], &CublasApi::check)?;
+        Ok(Cublas { api: CublasApi::resolve(library)? })
     }
 
     pub fn library(&self) -> &str {

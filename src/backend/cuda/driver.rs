@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::sys::*;
 use crate::EngineError;
+use crate::backend::vendor::{self, Vendor};
 
 /// The driver library's soname. Never the toolkit's `stubs/libcuda.so`.
 pub const LIBCUDA: &str = "libcuda.so.1";
@@ -27,10 +28,10 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// Opens `library` (default `libcuda.so.1`) and resolves every symbol the backend calls.
+    /// Opens `library` (default: `KERNEL_CONTRACTS_LIBCUDA`, else `libcuda.so.1`) through the
+    /// vendor layer and resolves every symbol the backend calls.
     pub fn open(library: Option<&str>) -> Result<Arc<Driver>, EngineError> {
-        let name = library.unwrap_or(LIBCUDA).to_string();
-        let lib = Dylib::open_first(&[name], false, " (no NVIDIA driver here? the cuda backend needs libcuda.so.1)")?;
+        let lib = vendor::open(Vendor::Libcuda, &Vendor::Libcuda.candidates(library), &DriverApi::check)?;
         Ok(Arc::new(Driver { api: DriverApi::resolve(lib)?, lost: Mutex::new(None) }))
     }
 
@@ -196,6 +197,17 @@ impl Context {
     pub fn synchronize(&self) -> Result<(), EngineError> {
         self.bind()?;
         self.driver.check("cuCtxSynchronize", unsafe { (self.driver.api.cuCtxSynchronize)() })
+    }
+
+    /// Device to device (cuMemcpyDtoD_v2, on the legacy stream, which the engine's blocking
+    /// stream waits for), then waits for it.
+    pub fn copy(&self, to: CUdeviceptr, from: CUdeviceptr, bytes: usize) -> Result<(), EngineError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        self.driver.check("cuMemcpyDtoD_v2", unsafe { (self.driver.api.cuMemcpyDtoD_v2)(to, from, bytes) })?;
+        self.synchronize()
     }
 }
 

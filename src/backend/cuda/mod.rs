@@ -93,13 +93,14 @@ pub struct LiveUsage {
 impl Cubin {
     /// The static figures of `kernel`.
     pub fn usage(&self, kernel: &str) -> Result<ResourceUsage, EngineError> {
-        let info = self.info.kernel(kernel).ok_or_else(|| EngineError::MissingSymbol {
+        let entry = self.entry(kernel);
+        let info = self.info.kernel(entry).ok_or_else(|| EngineError::MissingSymbol {
             library: format!("the {} cubin", self.arch),
             symbol: kernel.to_string(),
             hint: format!(" (kernels in it: {})", self.info.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")),
         })?;
         let reserved = self.info.reserved_shared(info);
-        let report = self.report.get(kernel);
+        let report = self.report.get(entry);
         Ok(ResourceUsage {
             threads: info.max_threads.map_or(1024, |t| t[0] * t[1].max(1) * t[2].max(1)),
             registers: info.registers,
@@ -128,7 +129,12 @@ pub fn static_usage(source: &KernelSource, kernel: &str) -> Result<ResourceUsage
 
 /// The cubin NVRTC makes of `source` for `arch`, without a GPU.
 pub fn static_cubin(source: &KernelSource, arch: &str) -> Result<Cubin, EngineError> {
-    let compiler = CudaCompiler::new(Nvrtc::shared()?, &prelude_for(source)?, None)?;
+    static_cubin_with(source, arch, &prelude_for(source)?)
+}
+
+/// [`static_cubin`] with the prelude given.
+pub fn static_cubin_with(source: &KernelSource, arch: &str, prelude: &Path) -> Result<Cubin, EngineError> {
+    let compiler = CudaCompiler::new(Nvrtc::shared()?, prelude, None)?;
     compiler.compile(source, arch)
 }
 
@@ -273,6 +279,10 @@ impl Backend for CudaBackend {
         true
     }
 
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        self.context.copy(to, from, bytes)
+    }
+
     fn device_lost(&self) -> Option<String> {
         self.driver().lost()
     }
@@ -379,12 +389,13 @@ impl CudaModule {
         let driver = context.driver();
         let mut kernels = HashMap::new();
         for name in &source.kernels {
-            let info = cubin.info.kernel(name).ok_or_else(|| EngineError::MissingSymbol {
+            let entry = cubin.entry(name);
+            let info = cubin.info.kernel(entry).ok_or_else(|| EngineError::MissingSymbol {
                 library: format!("{} ({} cubin)", source.display_path, cubin.arch),
-                symbol: name.clone(),
-                hint: " (is it `extern \"C\" __global__`?)".into(),
+                symbol: entry.to_string(),
+                hint: format!(" (the lowered name of `{name}`)"),
             })?;
-            let function = module.function(name)?;
+            let function = module.function(entry)?;
             let max_threads = driver.function_attribute(function, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32;
             kernels.insert(
                 name.clone(),
@@ -506,6 +517,8 @@ impl Module for CudaModule {
 /// `.nv.info` sections give the figures (no driver, no GPU).
 pub struct NvrtcStatic {
     pub arch: String,
+    /// `cuda/prelude.h` of the run's preludes.
+    pub prelude: PathBuf,
 }
 
 impl crate::backend::StaticCompiler for NvrtcStatic {
@@ -519,7 +532,7 @@ impl crate::backend::StaticCompiler for NvrtcStatic {
     }
 
     fn resource_usage(&self, source: &KernelSource, kernel: &str) -> Result<crate::backend::ResourceUsage, EngineError> {
-        let usage = static_cubin(source, &self.arch)?.usage(kernel)?;
+        let usage = static_cubin_with(source, &self.arch, &self.prelude)?.usage(kernel)?;
         Ok(usage_figures(usage.registers, usage.shared_bytes, usage.local_bytes, self.identity()))
     }
 }

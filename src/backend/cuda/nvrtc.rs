@@ -3,6 +3,7 @@
 //! source into an sm_XX cubin (cached by what it read, `crate::backend::cache`). Needs no
 //! GPU and no libcuda.
 
+use std::collections::BTreeMap;
 use std::ffi::{CString, c_char, c_int};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use super::sys::*;
 use crate::EngineError;
 use crate::backend::KernelSource;
 use crate::backend::cache::{self, BuildDir, CacheKey, KernelCache, Reads, Staged};
+use crate::backend::vendor::{self, Vendor};
 
 /// How to get NVRTC on a machine without the CUDA toolkit (what the error says).
 pub const NVRTC_INSTALL: &str = "`cargo xtask setup` installs the PyPI wheel nvidia-cuda-nvrtc==13.0.* into \
@@ -44,67 +46,22 @@ pub fn wheel_lib_dirs(venv: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Where NVRTC is looked for, in order. An environment variable that is set is the only
-/// place looked at for its step's library, so a wrong setting is an error, not a fallback.
+/// Where NVRTC is looked for, in order (the vendor layer's list): `KERNEL_CONTRACTS_NVRTC`
+/// alone when set, else the sonames in `KERNEL_CONTRACTS_NVRTC_DIR` alone when set, else the
+/// sonames, the toolkit's folders and the wheel's folder.
 pub fn candidates() -> Vec<PathBuf> {
-    if let Some(path) = std::env::var_os("KERNEL_CONTRACTS_NVRTC").filter(|p| !p.is_empty()) {
-        return vec![PathBuf::from(path)];
-    }
-    let names = ["libnvrtc.so.13", "libnvrtc.so.12"];
-    if let Some(dir) = std::env::var_os("KERNEL_CONTRACTS_NVRTC_DIR").filter(|p| !p.is_empty()) {
-        return names.iter().map(|n| Path::new(&dir).join(n)).collect();
-    }
-    let mut out: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
-    for dir in ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"] {
-        out.extend(names.iter().map(|n| Path::new(dir).join(n)));
-    }
-    // where `cargo xtask setup` installs the PyPI wheel, so a plain `cargo test` finds it
-    if let Some(venv) = wheel_venv() {
-        out.extend(wheel_lib_dirs(&venv).iter().rev().map(|d| d.join("libnvrtc.so.13")));
-    }
-    out
-}
-
-/// `libnvrtc-builtins.so.<major>.<minor>` beside `library` (a path), if there is one.
-/// libnvrtc dlopens it by soname, which fails unless its folder is on the loader's path.
-fn builtins_beside(library: &Path) -> Option<PathBuf> {
-    let dir = library.parent().filter(|d| !d.as_os_str().is_empty())?;
-    let file = library.file_name()?.to_str()?;
-    let major = file.strip_prefix("libnvrtc.so.")?.split('.').next()?;
-    let prefix = format!("libnvrtc-builtins.so.{major}.");
-    let mut found: Vec<PathBuf> = fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(&prefix)))
-        .collect();
-    found.sort();
-    found.pop()
+    Vendor::Nvrtc.candidates(None).into_iter().map(PathBuf::from).collect()
 }
 
 pub struct Nvrtc {
     api: NvrtcApi,
-    /// Opened first (RTLD_GLOBAL) so that libnvrtc's own dlopen of it by soname succeeds.
-    _builtins: Option<Dylib>,
     pub version: (i32, i32),
 }
 
 impl Nvrtc {
-    /// NVRTC from the first candidate (see `candidates`) that opens.
+    /// NVRTC from the first candidate (see `candidates`) that opens with every symbol.
     pub fn discover() -> Result<Nvrtc, EngineError> {
-        let list = candidates();
-        let mut reasons = Vec::new();
-        for candidate in &list {
-            match Nvrtc::open(candidate) {
-                Ok(nvrtc) => return Ok(nvrtc),
-                Err(EngineError::LoadLibrary { reason, .. }) => reasons.push(reason),
-                Err(other) => return Err(other),
-            }
-        }
-        Err(EngineError::LoadLibrary {
-            library: list.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" or "),
-            reason: format!("{}; NVRTC not found: {NVRTC_INSTALL}", reasons.join("; ")),
-        })
+        Nvrtc::with_library(vendor::open(Vendor::Nvrtc, &Vendor::Nvrtc.candidates(None), &NvrtcApi::check)?)
     }
 
     /// The process-wide NVRTC, discovered once.
@@ -121,21 +78,17 @@ impl Nvrtc {
             .map_err(|(library, reason)| EngineError::LoadLibrary { library, reason })
     }
 
-    /// NVRTC from a path (or a bare soname for the loader to find).
+    /// NVRTC from a path (or a bare soname for the loader to find), its builtins beside it
+    /// opened first.
     pub fn open(library: &Path) -> Result<Nvrtc, EngineError> {
-        let builtins = match builtins_beside(library) {
-            Some(path) => Some(
-                Dylib::open(&path.display().to_string(), true)
-                    .map_err(|reason| EngineError::LoadLibrary { library: path.display().to_string(), reason })?,
-            ),
-            None => None,
-        };
-        let name = library.display().to_string();
-        let lib = Dylib::open(&name, false).map_err(|reason| EngineError::LoadLibrary { library: name.clone(), reason })?;
-        let api = NvrtcApi::resolve(lib)?;
+        Nvrtc::with_library(vendor::open(Vendor::Nvrtc, &[library.display().to_string()], &NvrtcApi::check)?)
+    }
+
+    fn with_library(library: Arc<Dylib>) -> Result<Nvrtc, EngineError> {
+        let api = NvrtcApi::resolve(library)?;
         let mut version = (0, 0);
         let code = unsafe { (api.nvrtcVersion)(&mut version.0, &mut version.1) };
-        let nvrtc = Nvrtc { api, _builtins: builtins, version };
+        let nvrtc = Nvrtc { api, version };
         nvrtc.check("nvrtcVersion", code)?;
         Ok(nvrtc)
     }
@@ -175,8 +128,18 @@ impl Nvrtc {
     }
 
     /// Compiles one source. `headers` are in-memory headers (name, text); `name` is what
-    /// `__FILE__` and diagnostics show. On failure the error carries NVRTC's log.
-    pub fn compile(&self, name: &str, source: &str, headers: &[(String, String)], options: &[String]) -> Result<Compiled, EngineError> {
+    /// `__FILE__` and diagnostics show; each of `kernels` is added as a name expression (an
+    /// `extern "C"` name, or a C++ name such as `scale_rows<float, 4>`, which this makes
+    /// NVRTC instantiate), and the result gives the name each has in the cubin. On failure
+    /// the error carries NVRTC's log.
+    pub fn compile(
+        &self,
+        name: &str,
+        source: &str,
+        headers: &[(String, String)],
+        options: &[String],
+        kernels: &[String],
+    ) -> Result<Compiled, EngineError> {
         let nul = |what: &str| EngineError::Compile {
             path: name.to_string(),
             compiler: self.identity(),
@@ -194,7 +157,13 @@ impl Nvrtc {
         let name_ptrs: Vec<*const c_char> = header_names.iter().map(|c| c.as_ptr()).collect();
         let option_ptrs: Vec<*const c_char> = options_c.iter().map(|c| c.as_ptr()).collect();
 
+        let kernels_c: Vec<CString> =
+            kernels.iter().map(|k| CString::new(k.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a kernel name"))?;
+
         let program = Program::create(self, &source_c, &name_c, &text_ptrs, &name_ptrs)?;
+        for kernel in &kernels_c {
+            self.check("nvrtcAddNameExpression", unsafe { (self.api.nvrtcAddNameExpression)(program.raw, kernel.as_ptr()) })?;
+        }
         let code = unsafe { (self.api.nvrtcCompileProgram)(program.raw, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
         let log = program.log()?;
         if code != NVRTC_SUCCESS {
@@ -213,15 +182,30 @@ impl Nvrtc {
                 log: format!("no cubin (a virtual compute_XX architecture gives PTX only)\n{log}"),
             });
         }
-        Ok(Compiled { cubin, log })
+        let mut names = BTreeMap::new();
+        for (kernel, kernel_c) in kernels.iter().zip(&kernels_c) {
+            names.insert(kernel.clone(), program.lowered_name(kernel_c)?);
+        }
+        Ok(Compiled { cubin, log, names })
     }
 }
 
-/// What a compile gives: the cubin and NVRTC's log (the ptxas report under `-v`).
+/// What a compile gives: the cubin, NVRTC's log (the ptxas report under `-v`), and each
+/// kernel's name in the cubin (its lowered name: a C++ name mangled).
 #[derive(Clone, Debug)]
 pub struct Compiled {
     pub cubin: Vec<u8>,
     pub log: String,
+    pub names: BTreeMap<String, String>,
+}
+
+/// Kernel names as the cache keeps them beside a cubin: `name<TAB>lowered name` a line.
+fn names_text(names: &BTreeMap<String, String>) -> String {
+    names.iter().map(|(k, v)| format!("{k}\t{v}\n")).collect()
+}
+
+fn names_of(text: &str) -> BTreeMap<String, String> {
+    text.lines().filter_map(|l| l.split_once('\t')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 /// An NVRTC program, destroyed on drop.
@@ -255,6 +239,20 @@ impl<'a> Program<'a> {
         self.nvrtc.check("nvrtcGetProgramLog", unsafe { (api.nvrtcGetProgramLog)(self.raw, buffer.as_mut_ptr() as *mut c_char) })?;
         let end = buffer.iter().position(|b| *b == 0).unwrap_or(buffer.len());
         Ok(String::from_utf8_lossy(&buffer[..end]).into_owned())
+    }
+
+    /// The name NVRTC gave a name expression added before the compile.
+    fn lowered_name(&self, expression: &CString) -> Result<String, EngineError> {
+        let mut lowered: *const c_char = std::ptr::null();
+        let code = unsafe { (self.nvrtc.api.nvrtcGetLoweredName)(self.raw, expression.as_ptr(), &mut lowered) };
+        self.nvrtc.check("nvrtcGetLoweredName", code)?;
+        c_str(lowered).ok_or_else(|| EngineError::Vendor {
+            library: self.nvrtc.library().to_string(),
+            call: "nvrtcGetLoweredName".into(),
+            code: 0,
+            name: "NVRTC_SUCCESS".into(),
+            message: format!("no lowered name for `{}`", expression.to_string_lossy()),
+        })
     }
 
     fn cubin(&self) -> Result<Vec<u8>, EngineError> {
@@ -301,6 +299,15 @@ pub struct Cubin {
     pub info: CubinInfo,
     /// The ptxas report by entry function.
     pub report: std::collections::HashMap<String, PtxasFunction>,
+    /// Each kernel of the source as the cubin names it (an `extern "C"` name as it is).
+    pub names: BTreeMap<String, String>,
+}
+
+impl Cubin {
+    /// The cubin's name of `kernel`: its lowered name, or the name itself.
+    pub fn entry<'a>(&'a self, kernel: &'a str) -> &'a str {
+        self.names.get(kernel).map_or(kernel, String::as_str)
+    }
 }
 
 impl CudaCompiler {
@@ -332,11 +339,11 @@ impl CudaCompiler {
     /// read, the cubin and its log still hash as recorded.
     pub fn compile(&self, source: &KernelSource, arch: &str) -> Result<Cubin, EngineError> {
         let options = self.options(source, arch);
-        let (image, log) = match &self.cache_dir {
+        let (image, log, names) = match &self.cache_dir {
             Some(dir) => self.compile_cached(source, arch, &options, dir)?,
             None => {
                 let compiled = self.compile_bytes(source, &read(&source.path)?, &options)?;
-                (compiled.cubin, compiled.log)
+                (compiled.cubin, compiled.log, compiled.names)
             }
         };
         let info = cubin::parse(&image).map_err(|e| EngineError::Tool {
@@ -345,7 +352,7 @@ impl CudaCompiler {
             reason: e,
         })?;
         let report = cubin::parse_ptxas_report(&log);
-        Ok(Cubin { arch: arch.to_string(), image, log, info, report })
+        Ok(Cubin { arch: arch.to_string(), image, log, info, report, names })
     }
 
     fn compile_bytes(&self, source: &KernelSource, bytes: &[u8], options: &[String]) -> Result<Compiled, EngineError> {
@@ -355,18 +362,19 @@ impl CudaCompiler {
             log: "the source is not UTF-8".into(),
         })?;
         let headers = vec![(PRELUDE_NAME.to_string(), self.prelude_text.clone())];
-        self.nvrtc.compile(&source.display_path, text, &headers, options)
+        self.nvrtc.compile(&source.display_path, text, &headers, options, &source.kernels)
     }
 
-    fn compile_cached(&self, source: &KernelSource, arch: &str, options: &[String], dir: &Path) -> Result<(Vec<u8>, String), EngineError> {
+    fn compile_cached(&self, source: &KernelSource, arch: &str, options: &[String], dir: &Path) -> Result<CompiledParts, EngineError> {
         let identity = format!("NVRTC {}.{}", self.nvrtc.version.0, self.nvrtc.version.1);
         // include folders are in the key already, relative to the repository
         let mut parts = vec![identity.as_str()];
         parts.extend(options.iter().map(String::as_str).filter(|o| !o.starts_with("--include-path=")));
         let key = |bytes: &[u8]| CacheKey::new(source, bytes, self.prelude_text.as_bytes(), &parts, arch);
         let cache = KernelCache::new(dir);
-        if let Some(found) = cache.lookup(&key(&read(&source.path)?), 2) {
-            return Ok((found[0].bytes.clone(), String::from_utf8_lossy(&found[1].bytes).into_owned()));
+        if let Some(found) = cache.lookup(&key(&read(&source.path)?), 3) {
+            let names = names_of(&String::from_utf8_lossy(&found[2].bytes));
+            return Ok((found[0].bytes.clone(), String::from_utf8_lossy(&found[1].bytes).into_owned(), names));
         }
 
         let work = BuildDir::new(dir, &format!("nvrtc-{arch}"))?;
@@ -376,11 +384,14 @@ impl CudaCompiler {
         // without the list of what NVRTC read, the cubin is used but not kept
         if let Some(reads) = self.reads(source, arch) {
             let recorded = cache::record(&key, &reads, &cache::user_dirs(source), &[], &work);
-            let artifacts =
-                vec![("cubin", Staged::Bytes(compiled.cubin.clone())), ("log", Staged::Bytes(compiled.log.clone().into_bytes()))];
+            let artifacts = vec![
+                ("cubin", Staged::Bytes(compiled.cubin.clone())),
+                ("log", Staged::Bytes(compiled.log.clone().into_bytes())),
+                ("names", Staged::Bytes(names_text(&compiled.names).into_bytes())),
+            ];
             cache.store(&key, recorded, artifacts)?;
         }
-        Ok((compiled.cubin, compiled.log))
+        Ok((compiled.cubin, compiled.log, compiled.names))
     }
 
     /// What NVRTC reads for `source`: the host preprocessor over the source as NVRTC sees
@@ -397,6 +408,9 @@ impl CudaCompiler {
         cache::runtime_compiler_reads(source, &self.prelude, &defines)
     }
 }
+
+/// A cubin, its log and its kernels' names.
+type CompiledParts = (Vec<u8>, String, BTreeMap<String, String>);
 
 fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
     fs::read(path).map_err(|e| EngineError::ReadSource { path: path.to_path_buf(), source: e })

@@ -92,19 +92,6 @@ impl Dylib {
         Ok(Dylib { name: name.to_string(), library: library.into() })
     }
 
-    /// Opens the first candidate that loads. The error names every candidate and why each
-    /// failed, so "libcuda.so.1" (or a list) is in the message.
-    pub fn open_first(candidates: &[String], global: bool, hint: &str) -> Result<Dylib, EngineError> {
-        let mut reasons = Vec::new();
-        for name in candidates {
-            match Dylib::open(name, global) {
-                Ok(lib) => return Ok(lib),
-                Err(reason) => reasons.push(reason),
-            }
-        }
-        Err(EngineError::LoadLibrary { library: candidates.join(" or "), reason: format!("{}{hint}", reasons.join("; ")) })
-    }
-
     /// A function pointer of type `T` for `symbol`; an error naming library and symbol if
     /// the library does not export it.
     ///
@@ -125,7 +112,7 @@ macro_rules! api_table {
         pub struct $table {
             $( pub $symbol: unsafe extern "C" fn($($arg),*) -> $ret, )*
             /// Kept open for as long as the pointers above are used.
-            pub library: Dylib,
+            pub library: std::sync::Arc<Dylib>,
         }
 
         impl $table {
@@ -135,8 +122,18 @@ macro_rules! api_table {
 
             /// Resolves every symbol now; the first missing one is an error naming it and
             /// the library.
-            pub fn resolve(library: Dylib) -> Result<$table, EngineError> {
+            pub fn resolve(library: std::sync::Arc<Dylib>) -> Result<$table, EngineError> {
                 unsafe { Ok($table { $( $symbol: library.function(stringify!($symbol))?, )* library }) }
+            }
+
+            /// Whether `library` exports every symbol (the vendor layer's test of a candidate).
+            #[allow(dead_code)]
+            pub fn check(library: &Dylib) -> Result<(), EngineError> {
+                for symbol in Self::SYMBOLS {
+                    // SAFETY: only looked up, never called through this type
+                    unsafe { library.function::<unsafe extern "C" fn()>(symbol)? };
+                }
+                Ok(())
             }
         }
     };
@@ -165,6 +162,7 @@ api_table! {
         cuMemFree_v2: fn(CUdeviceptr) -> CUresult;
         cuMemcpyHtoD_v2: fn(CUdeviceptr, *const c_void, usize) -> CUresult;
         cuMemcpyDtoH_v2: fn(*mut c_void, CUdeviceptr, usize) -> CUresult;
+        cuMemcpyDtoD_v2: fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult;
         cuMemsetD8_v2: fn(CUdeviceptr, u8, usize) -> CUresult;
         cuModuleLoadData: fn(*mut CUmodule, *const c_void) -> CUresult;
         cuModuleUnload: fn(CUmodule) -> CUresult;
@@ -190,6 +188,8 @@ api_table! {
         nvrtcGetCUBIN: fn(nvrtcProgram, *mut c_char) -> nvrtcResult;
         nvrtcGetProgramLogSize: fn(nvrtcProgram, *mut usize) -> nvrtcResult;
         nvrtcGetProgramLog: fn(nvrtcProgram, *mut c_char) -> nvrtcResult;
+        nvrtcAddNameExpression: fn(nvrtcProgram, *const c_char) -> nvrtcResult;
+        nvrtcGetLoweredName: fn(nvrtcProgram, *const c_char, *mut *const c_char) -> nvrtcResult;
     }
 }
 

@@ -53,7 +53,8 @@ fn source(display_path: &str, kernels: &[&str]) -> KernelSource {
 /// `extern "C" __global__ void [__launch_bounds__(..)] name(` in a kernel source.
 fn kernels_in(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for piece in text.split("__global__").skip(1) {
+    // a template kernel is named by an instantiation, which its own test gives
+    for piece in text.split("__global__").skip(1).filter(|p| !p.trim_start().starts_with("void scale(")) {
         let mut rest = piece.trim_start().strip_prefix("void").unwrap_or("").trim_start();
         if let Some(after) = rest.strip_prefix("__launch_bounds__") {
             rest = after.split_once(')').map_or("", |(_, r)| r).trim_start();
@@ -81,7 +82,8 @@ fn every_source() -> Vec<KernelSource> {
             let display = format!("{dir}/{}", file.file_name().unwrap().to_str().unwrap());
             let kernels = kernels_in(&text);
             assert!(!kernels.is_empty(), "{display} has no kernel");
-            out.push(KernelSource { path: file, display_path: display, kernels, include_dirs: vec![root().join("kernels")] });
+            let include_dirs = vec![root().join("kernels"), root().join("kernels/hip-headers")];
+            out.push(KernelSource { path: file, display_path: display, kernels, include_dirs });
         }
     }
     out
@@ -231,11 +233,24 @@ fn cubins_are_cached_by_content() {
     let s = source("kernels/tf_embed_dense.hip", &["tf_embed_dense"]);
     let first = compiler.compile(&s, "sm_90").unwrap();
     let files = std::fs::read_dir(dir.path()).unwrap().count();
-    assert_eq!(files, 3, "a cubin, its log and the manifest");
+    assert_eq!(files, 4, "a cubin, its log, its kernels' names and the manifest");
     let second = compiler.compile(&s, "sm_90").unwrap();
     assert_eq!(first.image, second.image);
     assert_eq!(first.report, second.report);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+    assert_eq!(first.names, second.names);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
+}
+
+#[test]
+fn a_template_kernel_is_instantiated_by_its_name_expression_and_found_by_its_lowered_name() {
+    let Some(nvrtc) = nvrtc() else { return };
+    let compiler = CudaCompiler::new(nvrtc, &root().join("kernels/cuda/prelude.h"), None).unwrap();
+    let mut s = source("src/backend/host/test_kernels/hip_headers.hip", &["scale<float, 4>", "half_ops"]);
+    s.include_dirs.push(root().join("kernels/hip-headers"));
+    let cubin = compiler.compile(&s, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cubin.entry("scale<float, 4>"), "_Z5scaleIfLi4EEvPKT_PS0_i");
+    assert_eq!(cubin.entry("half_ops"), "half_ops", "an extern \"C\" name lowers to itself");
+    assert!(cubin.usage("scale<float, 4>").unwrap().registers > 0);
 }
 
 /// NVRTC gives no list of what it read: the host preprocessor's, over the same source and
@@ -546,6 +561,12 @@ fn the_driver_path_runs_end_to_end_against_a_fake_driver() {
         buffer.read(9, &mut three).unwrap();
         assert_eq!(three, [0, 1, 2, 3, 0]);
         assert!(buffer.write(999, &[1, 2]).is_err());
+        // a device copy (cuMemcpyDtoD_v2), as a pinned projection's last chunk makes
+        let other = backend.allocate(8).unwrap();
+        backend.copy(other.device_address(), buffer.device_address() + 10, 3).unwrap();
+        let mut copied = [9u8; 4];
+        other.read(0, &mut copied).unwrap();
+        assert_eq!(copied, [1, 2, 3, 0]);
 
         // a real kernel, compiled by NVRTC, launched through the op launcher
         let embed = backend.load_module(&source("kernels/tf_embed_dense.hip", &["tf_embed_dense"])).unwrap();

@@ -4,6 +4,7 @@
 //! a kernel source into a code object for the device's `gcnArchName` (cached on disk as the
 //! cubins are, by what the compile read, `crate::backend::cache`).
 
+use std::collections::BTreeMap;
 use std::ffi::{CString, c_char, c_int};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,18 +14,20 @@ use crate::EngineError;
 use crate::amdgpu::CodeObjectMetadata;
 use crate::backend::KernelSource;
 use crate::backend::cache::{self, BuildDir, CacheKey, KernelCache, Staged};
+use crate::backend::vendor::{self, Vendor};
 
 /// Sonames tried in order (the dev symlink, ROCm 7, ROCm 6) before falling back to the
 /// hiprtc* symbols inside libamdhip64, where ROCm 5.x ships them.
 pub const LIBHIPRTC: &[&str] = &["libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6"];
 
-/// What is tried: `KERNEL_CONTRACTS_LIBHIPRTC` alone when set, else [`LIBHIPRTC`], then
-/// `fallback` (the libamdhip64 the runtime opened).
+/// What is tried (the vendor layer's list): `library` (`KERNEL_CONTRACTS_LIBHIPRTC`) alone
+/// when given, else the sonames, then `fallback` (the libamdhip64 the runtime opened).
 pub fn candidates(library: Option<&str>, fallback: &str) -> Vec<String> {
-    match library {
-        Some(name) => vec![name.to_string()],
-        None => LIBHIPRTC.iter().map(|s| s.to_string()).chain([fallback.to_string()]).collect(),
+    let mut list = Vendor::Hiprtc.candidates(library);
+    if library.is_none() && std::env::var_os("KERNEL_CONTRACTS_LIBHIPRTC").is_none_or(|v| v.is_empty()) {
+        list.push(fallback.to_string());
     }
+    list
 }
 
 pub struct Hiprtc {
@@ -35,23 +38,7 @@ pub struct Hiprtc {
 impl Hiprtc {
     /// The first candidate that opens and has every hiprtc symbol.
     pub fn discover(candidates: &[String]) -> Result<Hiprtc, EngineError> {
-        let mut reasons = Vec::new();
-        for name in candidates {
-            match Dylib::open(name, false) {
-                Ok(lib) => match HiprtcApi::resolve(lib) {
-                    Ok(api) => return Hiprtc::with_api(api),
-                    Err(e) => reasons.push(e.to_string()),
-                },
-                Err(reason) => reasons.push(reason),
-            }
-        }
-        Err(EngineError::LoadLibrary {
-            library: candidates.join(" or "),
-            reason: format!(
-                "{} (hiprtc comes with ROCm 6.3+ as libhiprtc.so.6/.7; KERNEL_CONTRACTS_LIBHIPRTC names another)",
-                reasons.join("; ")
-            ),
-        })
+        Hiprtc::with_api(HiprtcApi::resolve(vendor::open(Vendor::Hiprtc, candidates, &HiprtcApi::check)?)?)
     }
 
     fn with_api(api: HiprtcApi) -> Result<Hiprtc, EngineError> {
@@ -95,15 +82,17 @@ impl Hiprtc {
         })
     }
 
-    /// Compiles one source with in-memory `headers` (name, text). On failure the error
-    /// carries hiprtc's log. Returns the code object and the log.
+    /// Compiles one source with in-memory `headers` (name, text), each of `kernels` added as a
+    /// name expression (which instantiates a template). On failure the error carries
+    /// hiprtc's log. Returns the code object, the log, and each kernel's lowered name.
     pub fn compile(
         &self,
         name: &str,
         source: &str,
         headers: &[(String, String)],
         options: &[String],
-    ) -> Result<(Vec<u8>, String), EngineError> {
+        kernels: &[String],
+    ) -> Result<CompiledParts, EngineError> {
         let nul = |what: &str| EngineError::Compile {
             path: name.to_string(),
             compiler: self.identity(),
@@ -127,6 +116,11 @@ impl Hiprtc {
             (self.api.hiprtcCreateProgram)(&mut raw, source_c.as_ptr(), name_c.as_ptr(), text_ptrs.len() as c_int, tp, np)
         })?;
         let program = Program { hiprtc: self, raw };
+        let kernels_c: Vec<CString> =
+            kernels.iter().map(|k| CString::new(k.as_str())).collect::<Result<_, _>>().map_err(|_| nul("a kernel name"))?;
+        for kernel in &kernels_c {
+            self.check("hiprtcAddNameExpression", unsafe { (self.api.hiprtcAddNameExpression)(program.raw, kernel.as_ptr()) })?;
+        }
         let code = unsafe { (self.api.hiprtcCompileProgram)(program.raw, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
         let log = program.log()?;
         if code != HIPRTC_SUCCESS {
@@ -144,8 +138,26 @@ impl Hiprtc {
                 log: format!("hiprtcGetCode gave no code object\n{log}"),
             });
         }
-        Ok((image, log))
+        let mut names = BTreeMap::new();
+        for (kernel, kernel_c) in kernels.iter().zip(&kernels_c) {
+            let mut lowered: *const c_char = std::ptr::null();
+            self.check("hiprtcGetLoweredName", unsafe { (self.api.hiprtcGetLoweredName)(program.raw, kernel_c.as_ptr(), &mut lowered) })?;
+            names.insert(kernel.clone(), c_str(lowered).unwrap_or_else(|| kernel.clone()));
+        }
+        Ok((image, log, names))
     }
+}
+
+/// A code object, hiprtc's log, and each kernel's name in the code object.
+pub type CompiledParts = (Vec<u8>, String, BTreeMap<String, String>);
+
+/// Kernel names as the cache keeps them beside a code object: `name<TAB>lowered name` a line.
+fn names_text(names: &BTreeMap<String, String>) -> String {
+    names.iter().map(|(k, v)| format!("{k}\t{v}\n")).collect()
+}
+
+fn names_of(text: &str) -> BTreeMap<String, String> {
+    text.lines().filter_map(|l| l.split_once('\t')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 struct Program<'a> {
@@ -202,6 +214,15 @@ pub struct HipCodeObject {
     pub metadata: CodeObjectMetadata,
     /// `hiprtc 6.4 (libhiprtc.so.6)`.
     pub compiler: String,
+    /// Each kernel of the source as the code object names it (its lowered name).
+    pub names: BTreeMap<String, String>,
+}
+
+impl HipCodeObject {
+    /// The code object's name of `kernel`: its lowered name, or the name itself.
+    pub fn entry<'a>(&'a self, kernel: &'a str) -> &'a str {
+        self.names.get(kernel).map_or(kernel, String::as_str)
+    }
 }
 
 /// Kernel sources to code objects through hiprtc, with the hiprtc prelude included first.
@@ -231,7 +252,8 @@ impl HipCompiler {
     pub fn options(&self, source: &KernelSource, arch: &str) -> Vec<String> {
         let mut options = vec![format!("--offload-arch={arch}")];
         options.extend(OPTIONS.iter().map(|o| o.to_string()));
-        for dir in &source.include_dirs {
+        // hiprtc compiles with ROCm's own HIP headers, never the shims of the backends without ROCm
+        for dir in source.include_dirs.iter().filter(|d| !crate::backend::preludes::is_hip_headers(d)) {
             options.push(format!("-I{}", dir.display()));
         }
         options
@@ -247,7 +269,7 @@ impl HipCompiler {
     /// every kernel the source lists must be in it, as wave32.
     pub fn compile(&self, source: &KernelSource, arch: &str) -> Result<HipCodeObject, EngineError> {
         let options = self.options(source, arch);
-        let (image, log) = match &self.cache_dir {
+        let (image, log, names) = match &self.cache_dir {
             Some(dir) => self.compile_cached(source, arch, &options, dir)?,
             None => self.compile_bytes(source, &read(source)?, &options)?,
         };
@@ -259,52 +281,60 @@ impl HipCompiler {
             return Err(refuse(format!("asked for {arch}, the code object is for {} ({})", compiled, metadata.target)));
         }
         for kernel in &source.kernels {
+            let entry = names.get(kernel).unwrap_or(kernel);
             let found = metadata
-                .kernel(kernel)
-                .ok_or_else(|| refuse(format!("no kernel `{kernel}` in the code object (is it `extern \"C\" __global__`?)")))?;
+                .kernel(entry)
+                .ok_or_else(|| refuse(format!("no kernel `{entry}` (lowered from `{kernel}`) in the code object")))?;
             if found.wavefront_size != 32 {
                 return Err(refuse(format!("`{kernel}` was built for wave{} (the kernels assume warpSize 32)", found.wavefront_size)));
             }
         }
-        Ok(HipCodeObject { arch: arch.to_string(), image, log, metadata, compiler: self.hiprtc.identity() })
+        Ok(HipCodeObject { arch: arch.to_string(), image, log, metadata, compiler: self.hiprtc.identity(), names })
     }
 
-    fn compile_bytes(&self, source: &KernelSource, bytes: &[u8], options: &[String]) -> Result<(Vec<u8>, String), EngineError> {
+    fn compile_bytes(&self, source: &KernelSource, bytes: &[u8], options: &[String]) -> Result<CompiledParts, EngineError> {
         let text = std::str::from_utf8(bytes).map_err(|_| EngineError::Compile {
             path: source.display_path.clone(),
             compiler: self.hiprtc.identity(),
             log: "the source is not UTF-8".into(),
         })?;
         let headers = vec![(PRELUDE_NAME.to_string(), self.prelude_text.clone())];
-        self.hiprtc.compile(&source.display_path, &Self::program_text(source, text), &headers, options)
+        self.hiprtc.compile(&source.display_path, &Self::program_text(source, text), &headers, options, &source.kernels)
     }
 
     /// The code object and log from the cache when every file the last compile read, the code
     /// object and its log still hash as recorded; else compiled and recorded.
-    fn compile_cached(&self, source: &KernelSource, arch: &str, options: &[String], dir: &Path) -> Result<(Vec<u8>, String), EngineError> {
+    fn compile_cached(&self, source: &KernelSource, arch: &str, options: &[String], dir: &Path) -> Result<CompiledParts, EngineError> {
         let identity = self.hiprtc.identity();
         // include folders are in the key already, relative to the repository
         let mut parts = vec![identity.as_str()];
         parts.extend(options.iter().map(String::as_str).filter(|o| !o.starts_with("-I")));
         let key = |bytes: &[u8]| CacheKey::new(source, bytes, self.prelude_text.as_bytes(), &parts, arch);
         let cache = KernelCache::new(dir);
-        if let Some(found) = cache.lookup(&key(&read(source)?), 2) {
-            return Ok((found[0].bytes.clone(), String::from_utf8_lossy(&found[1].bytes).into_owned()));
+        if let Some(found) = cache.lookup(&key(&read(source)?), 3) {
+            let names = names_of(&String::from_utf8_lossy(&found[2].bytes));
+            return Ok((found[0].bytes.clone(), String::from_utf8_lossy(&found[1].bytes).into_owned(), names));
         }
         let work = BuildDir::new(dir, &format!("hiprtc-{arch}"))?;
         let bytes = read(source)?;
         let key = key(&bytes);
-        let (image, log) = self.compile_bytes(source, &bytes, options)?;
+        let (image, log, names) = self.compile_bytes(source, &bytes, options)?;
         // hiprtc's predefined macros, as the device compile sees them
         let defines =
             ["-D__HIP__".to_string(), "-D__HIPCC_RTC__".to_string(), "-D__HIP_DEVICE_COMPILE__=1".to_string(), "-D__AMDGCN__".to_string()];
         // without the list of what hiprtc read, the code object is used but not kept
-        if let Some(reads) = cache::runtime_compiler_reads(source, &self.prelude, &defines) {
+        let mut as_compiled = source.clone();
+        as_compiled.include_dirs.retain(|d| !crate::backend::preludes::is_hip_headers(d));
+        if let Some(reads) = cache::runtime_compiler_reads(&as_compiled, &self.prelude, &defines) {
             let recorded = cache::record(&key, &reads, &cache::user_dirs(source), &[], &work);
-            let artifacts = vec![("hsaco", Staged::Bytes(image.clone())), ("log", Staged::Bytes(log.clone().into_bytes()))];
+            let artifacts = vec![
+                ("hsaco", Staged::Bytes(image.clone())),
+                ("log", Staged::Bytes(log.clone().into_bytes())),
+                ("names", Staged::Bytes(names_text(&names).into_bytes())),
+            ];
             cache.store(&key, recorded, artifacts)?;
         }
-        Ok((image, log))
+        Ok((image, log, names))
     }
 }
 

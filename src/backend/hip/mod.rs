@@ -202,6 +202,10 @@ impl Backend for HipBackend {
         true
     }
 
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        self.runtime.copy(to, from, bytes)
+    }
+
     fn device_lost(&self) -> Option<String> {
         self.runtime.lost()
     }
@@ -323,15 +327,17 @@ impl HipModule {
         })?;
         let mut kernels = HashMap::new();
         for name in &source.kernels {
-            let function = module.function(name)?;
+            let entry = code_object.entry(name);
+            let function = module.function(entry)?;
             let max_threads = runtime.function_attribute(function, HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32;
             // a kernel the note does not describe, or without `.args`, cannot be checked: refused
-            let params =
-                code_object.metadata.kernel(name).and_then(|k| k.explicit_arg_sizes.clone()).ok_or_else(|| EngineError::MissingSymbol {
+            let params = code_object.metadata.kernel(entry).and_then(|k| k.explicit_arg_sizes.clone()).ok_or_else(|| {
+                EngineError::MissingSymbol {
                     library: format!("{} ({} code object's NT_AMDGPU_METADATA)", source.display_path, code_object.arch),
                     symbol: format!("{name} .args"),
                     hint: " (the note must list the kernel's arguments, so that a launch's can be checked against them)".into(),
-                })?;
+                }
+            })?;
             kernels.insert(name.clone(), Kernel { function, max_threads, params });
         }
         Ok(HipModule { source: source.clone(), code_object, kernels, stream: stream.clone(), runtime: runtime.clone(), _module: module })
@@ -365,11 +371,12 @@ impl HipModule {
     /// hipFuncGetAttribute agrees with the note on VGPRs, static LDS and scratch.
     pub fn checked_usage(&self, kernel: &str) -> Result<crate::backend::ResourceUsage, EngineError> {
         let file = format!("{} (hiprtc code object for {})", self.source.display_path, self.code_object.arch);
-        let note = self.code_object.metadata.kernel(kernel).ok_or_else(|| crate::amdgpu::MetadataError::NoKernel {
-            file: file.clone(),
-            kernel: kernel.to_string(),
-            available: self.code_object.metadata.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", "),
-        })?;
+        let note =
+            self.code_object.metadata.kernel(self.code_object.entry(kernel)).ok_or_else(|| crate::amdgpu::MetadataError::NoKernel {
+                file: file.clone(),
+                kernel: kernel.to_string(),
+                available: self.code_object.metadata.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", "),
+            })?;
         let usage = crate::amdgpu::ResourceUsage::from_kernel(note, self.code_object.metadata.arch());
         let live = self.live_usage(kernel)?;
         let pairs = [

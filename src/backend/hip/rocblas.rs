@@ -9,17 +9,15 @@ use std::sync::{Arc, Mutex};
 use super::runtime::{DeviceMemory, Runtime, Stream};
 use super::sys::*;
 use crate::EngineError;
+use crate::backend::vendor::{self, Vendor};
 
-/// Sonames tried in order: the dev symlink, `.so.5` (ROCm 7), `.so.4` (ROCm 6), `.so.0`
-/// (Debian's packaging of ROCm 5.x).
+/// Sonames tried in order (the vendor layer's): the dev symlink, `.so.5` (ROCm 7), `.so.4`
+/// (ROCm 6), `.so.0` (Debian's packaging of ROCm 5.x).
 pub const LIBROCBLAS: &[&str] = &["librocblas.so", "librocblas.so.5", "librocblas.so.4", "librocblas.so.0"];
 
-/// `KERNEL_CONTRACTS_LIBROCBLAS` alone when set, else [`LIBROCBLAS`].
+/// `library` (`KERNEL_CONTRACTS_LIBROCBLAS`) alone when given, else the sonames.
 pub fn candidates(library: Option<&str>) -> Vec<String> {
-    match library {
-        Some(name) => vec![name.to_string()],
-        None => LIBROCBLAS.iter().map(|s| s.to_string()).collect(),
-    }
+    Vendor::Rocblas.candidates(library)
 }
 
 /// The status enumerator's name and meaning (rocblas-types.h).
@@ -50,18 +48,11 @@ pub struct Rocblas {
 }
 
 impl Rocblas {
+    /// The first candidate that opens with every product call (the workspace calls are
+    /// resolved at their first use).
     pub fn discover(candidates: &[String]) -> Result<Rocblas, EngineError> {
-        let mut reasons = Vec::new();
-        for name in candidates {
-            match Dylib::open(name, false) {
-                Ok(lib) => return Ok(Rocblas { api: RocblasApi::resolve(lib)?, workspace: Mutex::new(None) }),
-                Err(reason) => reasons.push(reason),
-            }
-        }
-        Err(EngineError::LoadLibrary {
-            library: candidates.join(" or "),
-            reason: format!("{} (rocBLAS comes with ROCm 6.3+; KERNEL_CONTRACTS_LIBROCBLAS names another)", reasons.join("; ")),
-        })
+        let library = vendor::open(Vendor::Rocblas, candidates, &RocblasApi::check)?;
+        Ok(Rocblas { api: RocblasApi::resolve(library)?, workspace: Mutex::new(None) })
     }
 
     pub fn library(&self) -> &str {
@@ -72,8 +63,7 @@ impl Rocblas {
     pub fn workspace_api(&self) -> Result<Arc<RocblasWorkspaceApi>, EngineError> {
         let mut slot = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
         let resolved = slot.get_or_insert_with(|| {
-            let lib = Dylib::open(self.library(), false).map_err(|reason| EngineError::LoadLibrary { library: self.library().to_string(), reason })?;
-            RocblasWorkspaceApi::resolve(lib).map(Arc::new).map_err(|e| match e {
+            RocblasWorkspaceApi::resolve(self.api.library.clone()).map(Arc::new).map_err(|e| match e {
                 EngineError::MissingSymbol { library, symbol, .. } => EngineError::MissingSymbol {
                     library,
                     symbol,

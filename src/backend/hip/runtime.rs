@@ -9,18 +9,16 @@ use std::sync::{Arc, Mutex};
 
 use super::sys::*;
 use crate::EngineError;
+use crate::backend::vendor::{self, Vendor};
 
-/// Sonames tried in order: the dev symlink, ROCm 7, ROCm 6, ROCm 5 (Debian 12's
-/// libamdhip64-5). ROCm 5.x has no libhiprtc of its own: its hiprtc symbols live in
-/// libamdhip64 (see `hiprtc::candidates`).
+/// Sonames tried in order (the vendor layer's): the dev symlink, ROCm 7, ROCm 6, ROCm 5
+/// (Debian 12's libamdhip64-5). ROCm 5.x has no libhiprtc of its own: its hiprtc symbols live
+/// in libamdhip64 (see `hiprtc::candidates`).
 pub const LIBAMDHIP64: &[&str] = &["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
 
-/// What is tried: `KERNEL_CONTRACTS_LIBAMDHIP64` alone when set, else [`LIBAMDHIP64`].
+/// What is tried: `library` (`KERNEL_CONTRACTS_LIBAMDHIP64`) alone when given, else the sonames.
 pub fn candidates(library: Option<&str>) -> Vec<String> {
-    match library {
-        Some(name) => vec![name.to_string()],
-        None => LIBAMDHIP64.iter().map(|s| s.to_string()).collect(),
-    }
+    Vendor::Amdhip64.candidates(library)
 }
 
 /// Error codes after which the device is unusable (a faulting kernel): hipErrorIllegalAddress,
@@ -68,11 +66,7 @@ pub struct Runtime {
 impl Runtime {
     /// Opens the first of `candidates` that loads and resolves every symbol the backend calls.
     pub fn open(candidates: &[String]) -> Result<Arc<Runtime>, EngineError> {
-        let lib = Dylib::open_first(
-            candidates,
-            false,
-            " (no ROCm here? the hip backend needs ROCm 6.3 or later; KERNEL_CONTRACTS_LIBAMDHIP64 names another libamdhip64)",
-        )?;
+        let lib = vendor::open_any(Vendor::Amdhip64, candidates)?;
         let properties = unsafe { lib.function::<HipGetDevicePropertiesR0600>(HIP_GET_DEVICE_PROPERTIES_R0600) }.map_err(|_| {
             missing(&lib.name, HIP_GET_DEVICE_PROPERTIES_R0600, " (a ROCm 5 runtime: the hip backend needs ROCm 6.3 or later for gfx1201)")
         });
@@ -151,6 +145,16 @@ impl Runtime {
     pub fn synchronize(&self) -> Result<(), EngineError> {
         self.bind()?;
         self.check("hipDeviceSynchronize", unsafe { (self.api.hipDeviceSynchronize)() })
+    }
+
+    /// Device to device (hipMemcpyDtoD), then waits for the device.
+    pub fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        self.check("hipMemcpyDtoD", unsafe { (self.api.hipMemcpyDtoD)(to as hipDeviceptr_t, from as hipDeviceptr_t, bytes) })?;
+        self.synchronize()
     }
 
     pub(crate) fn function_attribute(&self, function: hipFunction_t, attribute: c_int) -> Result<i32, EngineError> {

@@ -70,6 +70,7 @@ api_table! {
         hipFree: fn(*mut c_void) -> hipError_t;
         hipMemcpyHtoD: fn(hipDeviceptr_t, *mut c_void, usize) -> hipError_t;
         hipMemcpyDtoH: fn(*mut c_void, hipDeviceptr_t, usize) -> hipError_t;
+        hipMemcpyDtoD: fn(hipDeviceptr_t, hipDeviceptr_t, usize) -> hipError_t;
         hipModuleLoadData: fn(*mut hipModule_t, *const c_void) -> hipError_t;
         hipModuleUnload: fn(hipModule_t) -> hipError_t;
         hipModuleGetFunction: fn(*mut hipFunction_t, hipModule_t, *const c_char) -> hipError_t;
@@ -97,6 +98,8 @@ api_table! {
         hiprtcGetCode: fn(hiprtcProgram, *mut c_char) -> hiprtcResult;
         hiprtcGetProgramLogSize: fn(hiprtcProgram, *mut usize) -> hiprtcResult;
         hiprtcGetProgramLog: fn(hiprtcProgram, *mut c_char) -> hiprtcResult;
+        hiprtcAddNameExpression: fn(hiprtcProgram, *const c_char) -> hiprtcResult;
+        hiprtcGetLoweredName: fn(hiprtcProgram, *const c_char, *mut *const c_char) -> hiprtcResult;
     }
 }
 

@@ -169,6 +169,12 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         buffer.read(8, &mut three).unwrap();
         assert_eq!(three, [1, 2, 3]);
         assert!(buffer.write(63, &[1, 2]).is_err());
+        // a device copy (hipMemcpyDtoD), as a pinned projection's last chunk makes
+        let other = backend.allocate(8).unwrap();
+        backend.copy(other.device_address(), buffer.device_address() + 8, 3).unwrap();
+        let mut copied = [9u8; 4];
+        other.read(0, &mut copied).unwrap();
+        assert_eq!(copied, [1, 2, 3, 0]);
 
         // a module: hiprtc's options, the note read, hipFuncGetAttribute cross-checked
         let s = source("kernels/tf_embed_dense.hip", &["tf_embed_dense"]);
@@ -233,6 +239,7 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         // rocBLAS without the workspace calls: the first BF16 projection is refused by name
         let request = GemmBf16 {
             m: 1,
+            rows: 1,
             n: 1,
             k: 1,
             x: buffer.device_address(),
@@ -265,7 +272,8 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         let yb = backend.allocate(m * n * 4).unwrap();
         xb.write(0, &bf16(&x)).unwrap();
         wb.write(0, &bf16(&w)).unwrap();
-        let request = GemmBf16 { m, n, k, x: xb.device_address(), w: wb.device_address(), y: yb.device_address(), y_dtype: DType::F32 };
+        let request =
+            GemmBf16 { m, rows: m, n, k, x: xb.device_address(), w: wb.device_address(), y: yb.device_address(), y_dtype: DType::F32 };
         backend.gemm_bf16(&request).unwrap();
         let mut out = vec![0u8; m * n * 4];
         yb.read(0, &mut out).unwrap();

@@ -21,10 +21,36 @@ const DEPFILE: &str = "kernel.d";
 pub struct Built {
     pub library: PathBuf,
     pub cached: bool,
-    /// The static findings of the compile (one line each), kept in the cache beside it.
-    pub lint: Vec<String>,
+    /// The static findings of the compile, kept in the cache beside it.
+    pub lint: StaticFindings,
     /// A coverage build's notes and the name its profile data takes.
     pub coverage: Option<CoverageNotes>,
+}
+
+/// The static findings of a host build, one line each, by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StaticFindings {
+    /// 32-bit offsets widened late and 64-bit values narrowed ([`super::lint`]).
+    pub offsets: Vec<String>,
+    /// Writable module-scope storage of kernel code ([`super::state`]).
+    pub state: Vec<String>,
+}
+
+impl StaticFindings {
+    const OFFSET: &'static str = "offset\t";
+    const STATE: &'static str = "state\t";
+
+    /// One tagged line per finding, as the cache keeps them.
+    fn to_bytes(&self) -> Vec<u8> {
+        let tagged = |tag: &'static str, lines: &[String]| lines.iter().map(move |l| format!("{tag}{l}\n")).collect::<String>();
+        format!("{}{}", tagged(Self::OFFSET, &self.offsets), tagged(Self::STATE, &self.state)).into_bytes()
+    }
+
+    fn from_bytes(bytes: &[u8]) -> StaticFindings {
+        let text = String::from_utf8_lossy(bytes);
+        let of = |tag: &str| text.lines().filter_map(|l| l.strip_prefix(tag)).map(str::to_string).collect();
+        StaticFindings { offsets: of(Self::OFFSET), state: of(Self::STATE) }
+    }
 }
 
 /// What a coverage build leaves for gcov: the compiler's notes file (`.gcno`, kept in the
@@ -79,7 +105,11 @@ const FLAGS: &[&str] =
 
 /// Part of every cache key: what the build does beyond its flags (the `__shared__` rewrite,
 /// the line tables' folder). Change it whenever either changes.
-const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1, narrow-offsets-2, implicit-narrowing-2";
+const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1, narrow-offsets-3, implicit-narrowing-2, module-state-1";
+/// The rules the cached static findings were made by: their own source text, so a build
+/// cached under older rules is never taken for one checked by these (a version number someone
+/// must remember to bump would let a stale finding, or a stale absence of one, through).
+const STATIC_RULES: [&str; 3] = [include_str!("lint.rs"), include_str!("state.rs"), include_str!("shared_decls.rs")];
 
 #[derive(Clone, Debug)]
 pub struct HostCompiler {
@@ -167,7 +197,7 @@ impl HostCompiler {
         }
         let flags = self.flags(warp_size, mode);
         let joined = flags.join(" ");
-        let parts = [self.program.as_str(), &self.identity, &joined, REWRITE_VERSION];
+        let parts = [self.program.as_str(), &self.identity, &joined, REWRITE_VERSION, STATIC_RULES[0], STATIC_RULES[1], STATIC_RULES[2]];
         let key =
             |source_bytes: &[u8]| -> Result<CacheKey, EngineError> { Ok(CacheKey::new(source, source_bytes, &read(prelude)?, &parts, "")) };
         let cache = KernelCache::new(cache_dir);
@@ -176,7 +206,7 @@ impl HostCompiler {
         if let Some(found) = cache.lookup(&lookup_key, artifacts) {
             let coverage =
                 (mode == BuildMode::Coverage).then(|| CoverageNotes { notes: found[2].path.clone(), data_name: lookup_key.short_name() });
-            return Ok(Built { library: found[0].path.clone(), cached: true, lint: lint_lines(&found[1].bytes), coverage });
+            return Ok(Built { library: found[0].path.clone(), cached: true, lint: StaticFindings::from_bytes(&found[1].bytes), coverage });
         }
 
         let work = BuildDir::new(cache_dir, "host")?;
@@ -201,7 +231,7 @@ impl HostCompiler {
         }
         let stored = cache.store(&key, recorded, staged)?;
         let coverage = (mode == BuildMode::Coverage).then(|| CoverageNotes { notes: stored[2].path.clone(), data_name: key.short_name() });
-        Ok(Built { library: stored[0].path.clone(), cached: false, lint: lint_lines(&stored[1].bytes), coverage })
+        Ok(Built { library: stored[0].path.clone(), cached: false, lint: StaticFindings::from_bytes(&stored[1].bytes), coverage })
     }
 
     /// Compiles and links in `work`; the library it returns lies there, beside the
@@ -229,7 +259,8 @@ impl HostCompiler {
         // beside the wrapper: a quoted include needs no path, whatever the cache folder is called
         let mut text = String::from("#include \"source.hip\"\n");
         for kernel in &source.kernels {
-            text.push_str(&format!("SIMT_KERNEL({kernel})\n"));
+            // a template instantiation is made here, by taking its address, under a C name of its own
+            text.push_str(&format!("SIMT_KERNEL_AS({}, &{kernel})\n", crate::backend::symbols::host_alias(kernel)));
         }
         fs::write(&wrapper, text).map_err(|e| EngineError::Cache { path: wrapper.clone(), source: e })?;
 
@@ -270,7 +301,8 @@ impl HostCompiler {
             Err(error) => return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or(error)),
         };
 
-        let lint = lint_text(work, &source.display_path, original, &diagnostics)?;
+        let state = super::state::findings(&object_file, &super::state::SourceText { source, text: original })?;
+        let lint = StaticFindings { offsets: offset_findings(work, &source.display_path, original, &diagnostics)?, state }.to_bytes();
         let renames = shared_symbol_renames(&object_file, &source.display_path)?;
         if !renames.is_empty() {
             let mut objcopy = Command::new("objcopy");
@@ -322,7 +354,7 @@ impl HostCompiler {
     }
 
     /// Runs one step of the build; on success, what the compiler said (its warnings).
-    fn run(&self, mut command: Command, display_path: &str, step: &str) -> Result<String, EngineError> {
+    pub(super) fn run(&self, mut command: Command, display_path: &str, step: &str) -> Result<String, EngineError> {
         let out = command.output().map_err(|e| EngineError::Tool {
             tool: self.program.clone(),
             path: display_path.to_string(),
@@ -341,10 +373,10 @@ impl HostCompiler {
     }
 }
 
-/// The static findings of a build, one a line in source-line order: the 32-bit offsets of
+/// The offset findings of a build, one a line in source-line order: the 32-bit offsets of
 /// the compile's SSA dump (GCC; another compiler writes no dump) and the 64-bit values the
 /// compiler said were narrowed implicitly.
-fn lint_text(work: &Path, display_path: &str, source: &str, diagnostics: &str) -> Result<Vec<u8>, EngineError> {
+fn offset_findings(work: &Path, display_path: &str, source: &str, diagnostics: &str) -> Result<Vec<String>, EngineError> {
     let mut dumps = Vec::new();
     for entry in fs::read_dir(work).map_err(|e| EngineError::Cache { path: work.to_path_buf(), source: e })?.flatten() {
         if entry.path().extension().is_some_and(|x| x == "ssa")
@@ -353,12 +385,7 @@ fn lint_text(work: &Path, display_path: &str, source: &str, diagnostics: &str) -
             dumps.push(dump);
         }
     }
-    let findings = super::lint::findings(&dumps, diagnostics, display_path, source);
-    Ok(findings.iter().map(|f| format!("{f}\n")).collect::<String>().into_bytes())
-}
-
-fn lint_lines(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(bytes).lines().map(str::to_string).collect()
+    Ok(super::lint::findings(&dumps, diagnostics, display_path, source))
 }
 
 /// The repository as the compiler sees it: a link named `root` in the work folder. GCC writes
@@ -401,7 +428,7 @@ fn prefix_map(flag: &str, from: &str, to: &str) -> Option<String> {
 /// includes are looked for beside it first, so one with `..` may be read through the build
 /// folder (`<build>/../../x.h`): such a path is resolved to the file it reached, as the
 /// build folder is gone by the next lookup.
-fn files_read(depfile_paths: &[String], work: &Path) -> Vec<PathBuf> {
+pub(super) fn files_read(depfile_paths: &[String], work: &Path) -> Vec<PathBuf> {
     let real_work = work.canonicalize().unwrap_or_else(|_| work.to_path_buf());
     let reached = |path: PathBuf| {
         if !path.starts_with(work) {

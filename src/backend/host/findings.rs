@@ -112,13 +112,18 @@ fn others(count: u64, what: &str) -> String {
     if count > 1 { format!("; {count} such {what} in all") } else { String::new() }
 }
 
+fn tensor_name(f: &SimtFinding, tensors: &[WatchedTensor]) -> String {
+    tensors.get(f.place as usize).map_or_else(|| "memory".to_string(), |t| t.name.to_string())
+}
+
 /// What the finding is about: the tensor, or the shared array.
 pub fn subject(kind: MemoryFindingKind, f: &SimtFinding, tensors: &[WatchedTensor], shared: &SharedLayout) -> String {
     match kind {
         MemoryFindingKind::OutOfBoundsRead
         | MemoryFindingKind::OutOfBoundsWrite
         | MemoryFindingKind::InputWrite
-        | MemoryFindingKind::GlobalRace => tensors.get(f.place as usize).map_or_else(|| "memory".to_string(), |t| t.name.to_string()),
+        | MemoryFindingKind::GlobalRace => tensor_name(f, tensors),
+        MemoryFindingKind::Misaligned if f.shared == 0 => tensor_name(f, tensors),
         _ => shared_place(f.place, shared, f.access_bytes, 0).0,
     }
 }
@@ -138,7 +143,7 @@ pub fn describe(
     let accesses = if f.write == 0 { "reads" } else { "writes" };
     match kind {
         // not an access: the build's static check says it in its own words
-        MemoryFindingKind::NarrowOffset => String::new(),
+        MemoryFindingKind::NarrowOffset | MemoryFindingKind::ModuleState => String::new(),
         MemoryFindingKind::OutOfBoundsRead | MemoryFindingKind::OutOfBoundsWrite => {
             let Some(t) = tensors.get(f.place as usize) else { return format!("{verb} outside a tensor at {site} ({})", who(f)) };
             let size = t.element_bytes.max(1) as i64;
@@ -176,6 +181,7 @@ pub fn describe(
                 others(count, "stores")
             )
         }
+        MemoryFindingKind::Misaligned => misaligned(f, count, tensors, shared, &site),
         MemoryFindingKind::SharedOutOfBounds => {
             let (name, what) = shared_place(f.place, shared, f.access_bytes, dynamic_bytes);
             let verb = if f.write == 0 { "read" } else { "wrote" };
@@ -209,6 +215,36 @@ pub fn describe(
             )
         }
     }
+}
+
+/// ``misaligned 4-byte read of `k_cache` at element 33 (byte 66) at kernels/x.hip:21 (block
+/// (0,0,0), thread 5)``, or of a `__shared__` array at a byte of it (its element type is the
+/// source's, not known here), with how many there were.
+fn misaligned(f: &SimtFinding, count: u64, tensors: &[WatchedTensor], shared: &SharedLayout, site: &str) -> String {
+    let access = match f.write {
+        0 => "read",
+        1 => "write",
+        2 => "atomic update",
+        _ => "atomic read",
+    };
+    let place = if f.shared == 0 {
+        let (name, size) = tensors.get(f.place as usize).map_or(("memory", 1), |t| (t.name, t.element_bytes.max(1) as i64));
+        format!("`{name}` at element {} (byte {})", f.offset.div_euclid(size), f.offset)
+    } else {
+        let (name, _) = shared_place(f.place, shared, f.access_bytes, 0);
+        format!("`__shared__` `{name}` at byte {}", f.offset)
+    };
+    // x86 faults on a misaligned 16-byte vector move too: such a block stopped at its first
+    let (stopped, more) = match f.access_bytes {
+        16 => ("; the block stopped there", others(count, "blocks stopped so")),
+        _ => ("", others(count, "accesses")),
+    };
+    format!(
+        "misaligned {}-byte {access} of {place} at {site} ({}): a GPU faults on an access whose address is not a multiple of \
+         its size{stopped}{more}",
+        f.access_bytes,
+        who(f)
+    )
 }
 
 /// The array's name and what its end is: `partial` and "`partial` (256 elements, declared

@@ -4,9 +4,10 @@
 //! a GPU once the product passes 2^31, which no host case reaches. GCC's SSA dump of the
 //! kernel source (`-fdump-tree-ssa-lineno`, written by the same compile, before any
 //! optimization) gives every value its type: a conversion to a 64-bit integer of a 32-bit
-//! temporary that is, through `+ - / % << >>` of other temporaries, a product of two
-//! non-constant 32-bit values is a finding. A product stored in a named 32-bit variable first
-//! is the author's stated range and is not followed.
+//! value that is, through `+ - / % << >>`, copies, conversions between 32-bit types and named
+//! 32-bit variables (`int k_base = key * d;`), a product of two non-constant 32-bit values is a
+//! finding. A product the source casts to a 32-bit type explicitly (`(int)(row * k)`) is the
+//! author's stated range, and a loop variable is not followed (see [`narrow_product`]).
 //!
 //! Second, the other way round: a 64-bit value stored into a 32-bit integer implicitly (`int
 //! i = (long long)blockIdx.x * blockDim.x + threadIdx.x`, `int base = head_row * d` with a
@@ -127,46 +128,83 @@ fn is_32_bit_integer(ty: &str) -> bool {
 struct Statement<'a> {
     file: &'a str,
     line: u32,
+    column: u32,
+    /// `a * b`, `(int) _3`, `x_4`.
     rhs: &'a str,
 }
 
-fn in_function(function: &str, display_path: &str, source: &str) -> Vec<(u32, String)> {
-    let types = declared_types(function);
-    let mut definitions: HashMap<&str, Statement> = HashMap::new();
-    for line in function.lines() {
-        if let Some((name, statement)) = assignment(line) {
-            definitions.insert(name, statement);
+/// A 32-bit product found behind a widening: its operands as the source names them, and the
+/// first named 32-bit variable the chain went through (`int k_base = key * d;`), with its line.
+struct Product {
+    shown: String,
+    kept_in: Option<(String, u32)>,
+}
+
+/// One function of a dump: its statements by the SSA name they define, in order, and types.
+struct Function<'a> {
+    definitions: HashMap<&'a str, Statement<'a>>,
+    order: Vec<&'a str>,
+    types: HashMap<String, String>,
+    display_path: &'a str,
+    source: &'a str,
+}
+
+impl<'a> Function<'a> {
+    fn parse(function: &'a str, display_path: &'a str, source: &'a str) -> Function<'a> {
+        let mut definitions = HashMap::new();
+        let mut order = Vec::new();
+        for line in function.lines() {
+            if let Some((name, statement)) = assignment(line) {
+                order.push(name);
+                definitions.insert(name, statement);
+            }
         }
+        Function { definitions, order, types: declared_types(function), display_path, source }
     }
-    let type_of = |name: &str| types.get(name).or_else(|| types.get(variable_of(name))).map(String::as_str);
+
+    fn type_of(&self, name: &str) -> Option<&str> {
+        self.types.get(name).or_else(|| self.types.get(variable_of(name))).map(String::as_str)
+    }
+
+    fn quoted(&self, line: u32) -> &'a str {
+        self.source.lines().nth(line as usize - 1).map(str::trim).unwrap_or("")
+    }
+}
+
+fn in_function(function: &str, display_path: &str, source: &str) -> Vec<(u32, String)> {
+    let f = Function::parse(function, display_path, source);
     let mut out = Vec::new();
-    for statement in definitions.values() {
+    for statement in f.order.iter().map(|name| &f.definitions[name]) {
         let Some((to, from)) = conversion(statement.rhs) else { continue };
-        if to == "int" && type_of(from) == Some("unsigned int") && statement.file == display_path {
-            if let Some(product) = folded_signed_product(from, &definitions, &type_of, 0) {
-                let quoted = source.lines().nth(statement.line as usize - 1).map(str::trim).unwrap_or("");
+        if to == "int" && f.type_of(from) == Some("unsigned int") && statement.file == display_path {
+            if let Some(product) = folded_signed_product(from, &f.definitions, &|n| f.type_of(n), 0) {
                 out.push((
                     statement.line,
                     format!(
-                        "{}:{}: {product} is narrowed to a 32-bit `int`, so it wraps once it passes 2^31 (`{quoted}`; \
+                        "{}:{}: {product} is narrowed to a 32-bit `int`, so it wraps once it passes 2^31 (`{}`; \
                          keep the variable 64-bit, as `long long`)",
-                        statement.file, statement.line
+                        statement.file,
+                        statement.line,
+                        f.quoted(statement.line)
                     ),
                 ));
             }
             continue;
         }
-        if !WIDE.contains(&to) || !type_of(from).is_some_and(|t| NARROW.contains(&t)) || statement.file != display_path {
+        if !WIDE.contains(&to) || !f.type_of(from).is_some_and(|t| NARROW.contains(&t)) || statement.file != display_path {
             continue;
         }
-        if let Some(product) = narrow_product(from, &definitions, &type_of, 0) {
-            let quoted = source.lines().nth(statement.line as usize - 1).map(str::trim).unwrap_or("");
+        if let Some(product) = narrow_product(from, &f, &mut Vec::new()) {
+            let kept = product.kept_in.map(|(name, line)| format!(", kept in the 32-bit `{name}` (line {line}),")).unwrap_or_default();
             out.push((
                 statement.line,
                 format!(
-                    "{}:{}: {product} is multiplied in 32 bits and only then widened to 64, so it wraps once it \
-                     passes 2^31 (`{quoted}`; compute it in 64 bits, as `(long long)a * b`)",
-                    statement.file, statement.line
+                    "{}:{}: {}{kept} is multiplied in 32 bits and only then widened to 64, so it wraps once it \
+                     passes 2^31 (`{}`; compute it in 64 bits, as `(long long)a * b`)",
+                    statement.file,
+                    statement.line,
+                    product.shown,
+                    f.quoted(statement.line)
                 ),
             ));
         }
@@ -174,36 +212,128 @@ fn in_function(function: &str, display_path: &str, source: &str) -> Vec<(u32, St
     out
 }
 
-/// `row * keys`, or `a 32-bit product` when an operand is a temporary, if `name` is (built
-/// from) such a product.
-fn narrow_product<'a>(
-    name: &str,
-    definitions: &HashMap<&str, Statement<'a>>,
-    type_of: &dyn Fn(&str) -> Option<&'a str>,
-    depth: usize,
-) -> Option<String> {
-    if depth > 8 || !name.starts_with('_') {
+/// The 32-bit product `name` is built from, if any: through `+ - / % << >>`, copies,
+/// conversions between 32-bit types and named 32-bit variables, but not through a conversion
+/// from a wider type nor a product the source casts to a 32-bit type explicitly (`(int)(p %
+/// half)`, `(int)(row * k)`): those are the author's stated range. Nor through a loop
+/// variable (a PHI node): a tile's first key `begin = tile_index * tile` walked by `for (int j
+/// = begin + t; j < end; ...)` is an offset within a row of an `int` length, and following
+/// loops would refuse it with the offsets that do wrap.
+fn narrow_product<'f>(name: &'f str, f: &'f Function, seen: &mut Vec<&'f str>) -> Option<Product> {
+    if seen.len() > 32 || seen.contains(&name) {
         return None;
     }
-    let statement = definitions.get(name)?;
-    if !type_of(name).is_some_and(|t| NARROW.contains(&t)) {
+    seen.push(name);
+    let statement = f.definitions.get(name)?;
+    let stated = statement.file == f.display_path && explicitly_cast(f.source, statement);
+    if !f.type_of(name).is_some_and(|t| NARROW.contains(&t)) || stated {
         return None;
+    }
+    let named = |product: Product| -> Product {
+        match product.kept_in {
+            None if !name.starts_with('_') && !name.contains('.') => {
+                Product { kept_in: Some((variable_of(name).to_string(), statement.line)), ..product }
+            }
+            _ => product,
+        }
+    };
+    if let Some((_, from)) = conversion(statement.rhs) {
+        return f.type_of(from).is_some_and(|t| NARROW.contains(&t)).then(|| narrow_product(from, f, seen)).flatten().map(named);
+    }
+    if !statement.rhs.contains(' ') {
+        return narrow_product(statement.rhs, f, seen).map(named);
     }
     let (left, op, right) = binary(statement.rhs)?;
     let constant = |s: &str| s.starts_with(|c: char| c.is_ascii_digit() || c == '-');
     match op {
-        "*" if !constant(left) && !constant(right) => {
-            let shown = |s: &str| if s.starts_with('_') { None } else { Some(variable_of(s).to_string()) };
-            Some(match (shown(left), shown(right)) {
+        "*" if !constant(left) && !constant(right) && !block_bounded(left, right, f) => {
+            // `bx.0_18` is GCC's copy of `bx` (a cast of it)
+            let shown = |s: &str| (!s.starts_with('_')).then(|| variable_of(s).split('.').next().unwrap_or(s).to_string());
+            let shown = match (shown(left), shown(right)) {
                 (Some(a), Some(b)) => format!("`{a} * {b}`"),
                 _ => "a product of two variables".to_string(),
-            })
+            };
+            Some(named(Product { shown, kept_in: None }))
         }
-        "+" | "-" | "/" | "%" | "<<" | ">>" => {
-            [left, right].into_iter().find_map(|operand| narrow_product(operand, definitions, type_of, depth + 1))
-        }
+        "+" | "-" | "/" | "%" | "<<" | ">>" => [left, right].into_iter().find_map(|operand| narrow_product(operand, f, seen)).map(named),
         _ => None,
     }
+}
+
+/// Whether both factors of a product are a thread's index in its block or the block's size.
+fn block_bounded(left: &str, right: &str, f: &Function) -> bool {
+    within_block(left, f, 0) && within_block(right, f, 0)
+}
+
+/// Whether `name` is a thread's index in its block or the block's size (`threadIdx.y`,
+/// `blockDim.x`, copies and conversions of them): a product of two such is below 1024 * 1024,
+/// so `int thread = threadIdx.y * blockDim.x + threadIdx.x` can never wrap.
+fn within_block(name: &str, f: &Function, depth: usize) -> bool {
+    let Some(statement) = f.definitions.get(name).filter(|_| depth < 8) else { return false };
+    if statement.rhs.contains("->thread_index.") || statement.rhs.contains("->block_dim.") {
+        return true;
+    }
+    match conversion(statement.rhs) {
+        Some((_, from)) => within_block(from, f, depth + 1),
+        None => !statement.rhs.contains(' ') && within_block(statement.rhs, f, depth + 1),
+    }
+}
+
+/// Whether the source casts the expression `statement` computes to a 32-bit integer type
+/// explicitly: its column is the cast itself (where GCC puts `(int)(id * n)` of 64-bit values,
+/// which it folds into a 32-bit product), a declarator whose whole initializer is such a cast
+/// (`int at = (int)(row * k);`, where GCC puts the product at `at`), or inside the
+/// parentheses of one (`p + (int)(row * k)`, at its `*`).
+fn explicitly_cast(source: &str, statement: &Statement) -> bool {
+    let Some(text) = source.lines().nth((statement.line as usize).wrapping_sub(1)) else { return false };
+    let at = (statement.column as usize).saturating_sub(1).min(text.len());
+    if !text.is_char_boundary(at) {
+        return false;
+    }
+    let after = &text[at..];
+    if CASTS.iter().any(|cast| after.strip_prefix(cast).is_some_and(|rest| rest.trim_start().starts_with('('))) {
+        return true;
+    }
+    let declarator = after.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or("");
+    if let Some(initializer) = after[declarator.len()..].trim_start().strip_prefix('=').filter(|_| !declarator.is_empty()) {
+        let initializer = initializer.split(';').next().unwrap_or("").trim();
+        return CASTS.iter().any(|cast| initializer.strip_prefix(cast).is_some_and(|rest| wholly_parenthesized(rest.trim_start())));
+    }
+    let before = &text[..at];
+    let mut depth = 0i32;
+    for (i, c) in before.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' if depth == 0 => return CASTS.iter().any(|cast| before[..i].trim_end().ends_with(cast)),
+            '(' => depth -= 1,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The spellings of an explicit cast to a 32-bit integer.
+const CASTS: &[&str] = &["(int)", "(unsigned)", "(unsigned int)", "(int32_t)", "(uint32_t)", "static_cast<int>", "static_cast<unsigned>"];
+
+/// `(a * b)` or `(a * b) ` with nothing after its closing parenthesis (a declarator's end).
+fn wholly_parenthesized(text: &str) -> bool {
+    if !text.starts_with('(') {
+        return false;
+    }
+    let mut depth = 0i32;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return text[i + 1..].trim().is_empty() || text[i + 1..].trim_start().starts_with(',');
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// `row * vocab` if `name` is (a sum with) the product GCC makes of `int base = (long
@@ -262,9 +392,9 @@ fn assignment(line: &str) -> Option<(&str, Statement<'_>)> {
     let rest = line.trim_start().strip_prefix('[')?;
     let (location, rest) = rest.split_once("] ")?;
     let mut parts = location.rsplitn(3, ':');
-    let (_column, line_number, file) = (parts.next()?, parts.next()?, parts.next()?);
+    let (column, line_number, file) = (parts.next()?, parts.next()?, parts.next()?);
     let (name, rhs) = rest.strip_suffix(';')?.split_once(" = ")?;
-    Some((name, Statement { file, line: line_number.parse().ok()?, rhs }))
+    Some((name, Statement { file, line: line_number.parse().ok()?, column: column.parse().ok()?, rhs }))
 }
 
 /// `(long long int) _1` -> (`long long int`, `_1`).
@@ -413,6 +543,129 @@ int f1 (int row, int vocab, unsigned int bx, unsigned int bd)
         let found = findings(&[DUMP.to_string()], diagnostics, "kernels/k.hip", source);
         assert_eq!(found.iter().filter(|f| f.starts_with("kernels/k.hip:2:")).count(), 1, "{found:#?}");
         assert!(found[0].contains("multiplied in 32 bits"), "{}", found[0]);
+    }
+
+    /// GCC 12's dump of a source with a product kept in named 32-bit variables (`NAMED_SOURCE`).
+    const NAMED: &str = "
+;; Function f (f, funcdef_no=0, decl_uid=2109, cgraph_uid=1, symbol_order=0)
+
+void f (float * x, const float * y, int row, int k, unsigned int bx, unsigned int bd, unsigned int tx)
+{
+  int j;
+  int r2;
+  int at;
+  int i;
+  int base;
+  long unsigned int _1;
+  long unsigned int _11;
+  long unsigned int _15;
+  int _14;
+  long unsigned int _19;
+  int bx.0_18;
+  unsigned int _9;
+  unsigned int _10;
+
+  <bb 2> :
+  [k.hip:2:7] base_26 = row_24(D) * k_25(D);
+  [k.hip:3:12] j_27 = base_26;
+  [k.hip:3:3] goto <bb 4>; [INV]
+
+  <bb 3> :
+  [k.hip:3:55] _1 = (long unsigned int) j_22;
+  [k.hip:3:38] j_41 = j_22 + 256;
+
+  <bb 4> :
+  # j_22 = PHI <[k.hip:3:12] j_27(2), [k.hip:3:38] j_41(3)>
+
+  <bb 5> :
+  [k.hip:4:14] _9 = bx_29(D) * bd_30(D);
+  [k.hip:4:19] _10 = tx_31(D) + _9;
+  [k.hip:4:7] i_32 = (int) _10;
+  [k.hip:5:5] _11 = (long unsigned int) i_32;
+  [k.hip:6:22] _14 = row_24(D) * k_25(D);
+  [k.hip:6:7] at_35 = _14 + 3;
+  [k.hip:7:5] _15 = (long unsigned int) at_35;
+  [k.hip:8:12] bx.0_18 = (int) bx_29(D);
+  [k.hip:8:7] r2_37 = k_25(D) * bx.0_18;
+  [k.hip:9:5] _19 = (long unsigned int) r2_37;
+";
+    const NAMED_SOURCE: &str = "extern \"C\" void f(float* x, const float* y, int row, int k, unsigned bx, unsigned bd, unsigned tx) {
+  int base = row * k;
+  for (int j = base; j < base + k; j += 256) x[j] = y[j];
+  int i = bx * bd + tx;
+  x[i] = 0;
+  int at = (int)(row * k + 3);
+  x[at] = 1;
+  int r2 = (int)bx * k;
+  x[r2] = 2;
+}
+";
+
+    #[test]
+    fn products_kept_in_named_32_bit_variables_are_followed_and_explicit_casts_pass() {
+        let found = narrow_offsets(NAMED, "k.hip", NAMED_SOURCE);
+        // line 3 widens the loop variable `j`, which is not followed
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_eq!(
+            found[0],
+            "k.hip:5: `bx * bd`, kept in the 32-bit `i` (line 4), is multiplied in 32 bits and only then widened to 64, so it \
+             wraps once it passes 2^31 (`x[i] = 0;`; compute it in 64 bits, as `(long long)a * b`)"
+        );
+        // `(int)(row * k + 3)` on line 6 is the author's stated range; `(int)bx` casts an operand only
+        assert!(found[1].starts_with("k.hip:9: `k * bx`, kept in the 32-bit `r2` (line 8), is multiplied"), "{}", found[1]);
+    }
+
+    #[test]
+    fn a_product_of_a_thread_index_and_a_block_size_is_bounded_and_a_grid_product_is_not() {
+        let dump = "
+;; Function g (g, funcdef_no=0, decl_uid=1, cgraph_uid=1, symbol_order=0)
+
+void g (int * out)
+{
+  struct Fiber * _1;
+  unsigned int _2;
+  unsigned int _3;
+  unsigned int _4;
+  unsigned int _5;
+  unsigned int ty.0_6;
+  unsigned int _7;
+  int ty;
+  int thread;
+  int block;
+  long unsigned int _8;
+  long unsigned int _9;
+
+  <bb 2> :
+  [k.hip:2:20] _2 = [k.hip:2:20] _1->thread_index.y;
+  [k.hip:2:20] ty_10 = (int) _2;
+  [k.hip:3:30] _3 = [k.hip:3:30] _1->block_dim.x;
+  [k.hip:3:16] ty.0_6 = (unsigned int) ty_10;
+  [k.hip:3:19] _4 = _3 * ty.0_6;
+  [k.hip:3:7] thread_11 = (int) _4;
+  [k.hip:4:5] _8 = (long unsigned int) thread_11;
+  [k.hip:5:30] _5 = [k.hip:5:30] _1->grid_dim.x;
+  [k.hip:5:19] _7 = _5 * ty.0_6;
+  [k.hip:5:7] block_12 = (int) _7;
+  [k.hip:6:5] _9 = (long unsigned int) block_12;
+  return;
+}
+";
+        let source = "extern \"C\" void g(int* out) {\n  int ty = threadIdx.y;\n  int thread = ty * blockDim.x;\n  out[thread] = 0;\n  int block = ty * gridDim.x;\n  out[block] = 1;\n}\n";
+        let found = narrow_offsets(dump, "k.hip", source);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(found[0].starts_with("k.hip:6: "), "{}", found[0]);
+    }
+
+    #[test]
+    fn an_explicit_cast_is_read_at_a_declarator_or_around_an_operator() {
+        let at = |line: u32, column: u32| Statement { file: "k.hip", line, column, rhs: "" };
+        let source = "  int at = (int)(row * k + 3);\n  x[(unsigned)(row * k)] = 1;\n  int r2 = (int)bx * k, r3 = (int)(a * b);\n  y[(int)(a) * b] = 0;\n";
+        assert!(explicitly_cast(source, &at(1, 7)) && explicitly_cast(source, &at(1, 22)));
+        assert!(explicitly_cast(source, &at(2, 22)));
+        assert!(!explicitly_cast(source, &at(3, 7)) && !explicitly_cast(source, &at(3, 20)));
+        assert!(!explicitly_cast(source, &at(4, 14)));
+        // at the cast itself, as GCC places `(int)(id * n)` of 64-bit `id` and `n`
+        assert!(explicitly_cast(source, &at(2, 5)) && !explicitly_cast(source, &at(3, 12)));
     }
 
     #[test]

@@ -6,9 +6,13 @@ mod cache_tests;
 pub(crate) mod compile;
 mod findings;
 mod gemm;
+#[cfg(test)]
+mod hip_header_tests;
 mod lint;
+pub mod reference;
 mod runtime;
 mod shared_decls;
+mod state;
 #[cfg(test)]
 mod tests;
 
@@ -16,7 +20,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-pub use compile::{BuildMode, Built, CoverageNotes, GCOV_STRIP_ALL, HostCompiler};
+pub use compile::{BuildMode, Built, CoverageNotes, GCOV_STRIP_ALL, HostCompiler, StaticFindings};
 pub use runtime::worker_count;
 
 use crate::EngineError;
@@ -109,6 +113,19 @@ impl Backend for HostBackend {
 
     fn gemm_bf16(&self, request: &GemmBf16) -> Result<LaunchReport, EngineError> {
         gemm::gemm_bf16(request)
+    }
+
+    fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        if to == 0 || from == 0 || to.abs_diff(from) < bytes as u64 {
+            return Err(EngineError::Buffer(format!("a copy of {bytes} bytes from {from:#x} to {to:#x}: null or overlapping")));
+        }
+        // SAFETY: on the host backend a device address is the address of host memory that the
+        // caller's buffers own for the call, each at least `bytes` long; they do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
+        Ok(())
     }
 }
 

@@ -66,10 +66,11 @@ pub(super) struct SimtFinding {
     pub other_write: u32,
     pub other_pc: u64,
     pub other_block: u32,
+    pub shared: u32,
 }
 
 /// `SIMT_F_KINDS` in the prelude, in its order.
-pub(super) const FINDING_KINDS: [MemoryFindingKind; 7] = [
+pub(super) const FINDING_KINDS: [MemoryFindingKind; 8] = [
     MemoryFindingKind::OutOfBoundsRead,
     MemoryFindingKind::OutOfBoundsWrite,
     MemoryFindingKind::SharedOutOfBounds,
@@ -77,6 +78,7 @@ pub(super) const FINDING_KINDS: [MemoryFindingKind; 7] = [
     MemoryFindingKind::SharedRace,
     MemoryFindingKind::InputWrite,
     MemoryFindingKind::GlobalRace,
+    MemoryFindingKind::Misaligned,
 ];
 
 /// `simt_shared_var` in the prelude.
@@ -122,15 +124,15 @@ pub struct HostModule {
     shared: SharedLayout,
     /// PCs of findings as source lines.
     sites: FindingSites,
-    /// The build's static findings (32-bit offsets), reported with every launch.
-    lint: Vec<String>,
+    /// The build's static findings (offsets, module state), reported with every launch.
+    lint: super::StaticFindings,
 }
 
 impl HostModule {
     pub fn open(
         source: &KernelSource,
         library_path: &std::path::Path,
-        lint: Vec<String>,
+        lint: super::StaticFindings,
         workers: usize,
     ) -> Result<HostModule, EngineError> {
         let shown = library_path.display().to_string();
@@ -165,7 +167,7 @@ impl HostModule {
         }
         let mut kernels = HashMap::new();
         for kernel in &source.kernels {
-            let symbol = format!("simt_k_{kernel}\0");
+            let symbol = format!("simt_k_{}\0", crate::backend::symbols::host_alias(kernel));
             let descriptor: *const SimtKernel = unsafe {
                 *library
                     .get::<*const SimtKernel>(symbol.as_bytes())
@@ -297,7 +299,7 @@ impl Module for HostModule {
             let subject = findings::subject(*kind, first, tensors, &self.shared);
             report.findings.push(MemoryFinding { kind: *kind, subject, count, message });
         }
-        report.findings.extend(crate::backend::static_checks::narrow_offset_finding(&self.lint));
+        report.findings.extend(crate::backend::static_checks::static_findings(&self.lint));
         for r in &results {
             report.blocks += r.blocks;
             report.switches += r.switches;

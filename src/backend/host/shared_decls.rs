@@ -7,8 +7,13 @@
 //! `__shared__ simt::shared_array<float[256]> simt_sv_10_partial; auto& partial = simt_sv_10_partial.data;`
 //! and the prelude's `shared_array<A>` is `{ A data; unsigned char redzone[64]; }`. The
 //! symbol name carries the array's name and line for the findings. Declarations of another
-//! form (several declarators, an initializer, an alignment attribute, `extern`, namespace
-//! scope) are left as they are: they are still checked, without a redzone of their own.
+//! form (several declarators, an initializer, `extern`, namespace scope) are left as they are:
+//! they are still checked, without a redzone of their own.
+//!
+//! `__shared__ alignas(16) float tile[64];`, which HIP code writes and clang accepts, would be
+//! `thread_local alignas(16) ...` here, which no host compiler takes (a standard attribute in
+//! the middle of the decl-specifiers): the `alignas(..)` moves to the front of the
+//! declaration (`alignas(16) __shared__ ...`, before `extern` too), where it means the same.
 
 /// Bytes of the redzone after each rewritten array (`SIMT_REDZONE` in the prelude).
 pub const REDZONE: u64 = 64;
@@ -49,6 +54,24 @@ pub fn rewrite(source: &str) -> (String, usize) {
         }
         let after_extern = i > 0 && &source[tokens[i - 1].start..tokens[i - 1].end] == "extern";
         if text == "__shared__"
+            && let Some(group_end) = alignas_after(source, &tokens, i)
+        {
+            // `alignas(..)` to the front: before `extern` when there is one
+            let start = if after_extern { tokens[i - 1].start } else { token.start };
+            let alignas = &source[tokens[i + 1].start..tokens[group_end].end];
+            let declared = if after_extern { "extern __shared__" } else { "__shared__" };
+            out.push_str(&source[copied..start]);
+            out.push_str(&format!("{alignas} {declared}"));
+            out.extend(std::iter::repeat_n('\n', source[start..tokens[group_end].end].matches('\n').count()));
+            copied = tokens[group_end].end;
+            i = group_end + 1;
+            if depth > 0 && !after_extern {
+                // the rest of the declaration, as though `__shared__` stood there alone
+                rewritten += rewrite_from(source, &tokens, i - 1, &mut out, &mut copied, &mut i);
+            }
+            continue;
+        }
+        if text == "__shared__"
             && depth > 0
             && !after_extern
             && let Some((end, replacement)) = declaration(source, &tokens, i)
@@ -66,6 +89,44 @@ pub fn rewrite(source: &str) -> (String, usize) {
     }
     out.push_str(&source[copied..]);
     (out, rewritten)
+}
+
+/// The index of the `)` closing an `alignas(..)` right after `tokens[at]`.
+fn alignas_after(source: &str, tokens: &[Token], at: usize) -> Option<usize> {
+    let text = |j: usize| tokens.get(j).map(|t| &source[t.start..t.end]);
+    if text(at + 1)? != "alignas" || text(at + 2)? != "(" {
+        return None;
+    }
+    let mut depth = 0i32;
+    for j in at + 2..tokens.len() {
+        match text(j)? {
+            "(" => depth += 1,
+            ")" => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The declaration after a moved `alignas(..)`: `tokens[last]` is the group's `)`, standing
+/// where `__shared__` stood; a declaration of the one form gets its redzone as any other.
+/// Returns how many were rewritten (0 or 1).
+fn rewrite_from(source: &str, tokens: &[Token], last: usize, out: &mut String, copied: &mut usize, i: &mut usize) -> usize {
+    let Some((end, replacement)) = declaration(source, tokens, last) else { return 0 };
+    // the rewrite names `__shared__` itself: drop the one already written
+    let written = out.len() - "__shared__".len();
+    debug_assert!(out.ends_with("__shared__"));
+    out.truncate(written);
+    out.push_str(&replacement);
+    out.extend(std::iter::repeat_n('\n', source[*copied..tokens[end].end].matches('\n').count()));
+    *copied = tokens[end].end;
+    *i = end + 1;
+    1
 }
 
 /// The rewrite of the declaration starting at `tokens[at]` (`__shared__`), and the index of
@@ -243,6 +304,22 @@ mod tests {
         assert!(out.contains("extern __shared__ float dynamic[];"));
         assert!(out.contains("__shared__ float x, y;"));
         assert!(out.contains("\"__shared__ float q[2];\""));
+    }
+
+    #[test]
+    fn an_alignas_after_shared_moves_to_the_front_and_the_array_still_gets_its_redzone() {
+        let source = "extern __shared__ alignas(16) float dynamic[];\nvoid k() {\n  __shared__ alignas(16) float tile[64];\n  \
+                      __shared__ alignas(alignof(float4)) int a, b;\n}\n";
+        let (out, n) = rewrite(source);
+        assert_eq!(n, 1, "{out}");
+        assert_eq!(out.lines().count(), source.lines().count());
+        assert!(out.contains("alignas(16) extern __shared__ float dynamic[];"), "{out}");
+        assert!(
+            out.contains("alignas(16) __shared__ simt::shared_array<float[64]> simt_sv_3_tile; auto& tile = simt_sv_3_tile.data;"),
+            "{out}"
+        );
+        assert!(out.contains("alignas(alignof(float4)) __shared__ int a, b;"), "{out}");
+        assert_eq!(extern_names(&out), ["dynamic"]);
     }
 
     #[test]

@@ -474,9 +474,9 @@ fn a_source_in_a_folder_named_with_a_space_a_quote_a_newline_and_an_equals_sign_
     assert!(!error.contains(odd.to_str().unwrap()) && !error.contains("root/"), "{error}");
 }
 
-/// The static offset checks around another backend (here the host itself, whose modules also
-/// report them): the wrapper adds the host build's finding to every launch of a source that
-/// has one, and nothing to a clean source.
+/// The static checks around another backend (here the host itself, whose modules also report
+/// them): the wrapper adds the host build's findings to every launch of a source that has
+/// them, and nothing to a clean source.
 #[test]
 fn static_checks_ride_on_every_launch_of_a_wrapped_backend() {
     use crate::backend::MemoryFindingKind;
@@ -484,8 +484,10 @@ fn static_checks_ride_on_every_launch_of_a_wrapped_backend() {
     let options =
         StaticCheckOptions { prelude: root().join("kernels/host/prelude.h"), cache_dir: root().join("target/kernel-cache"), warp_size: 32 };
     let checked = StaticChecked::new(Box::new(backend_with(2)), options).expect("static checks");
-    assert!(checked.toolchain().contains("static offset checks by "), "{}", checked.toolchain());
-    for (file, kernel, findings) in [("offsets.hip", "narrowed_copy", 2), ("offsets_wide.hip", "wide_copy", 0)] {
+    assert!(checked.toolchain().contains("static checks by "), "{}", checked.toolchain());
+    for (file, kernel, findings, state) in
+        [("offsets.hip", "narrowed_copy", 2, 0), ("offsets_wide.hip", "wide_copy", 0, 0), ("state.hip", "counted", 0, 2)]
+    {
         let display_path = format!("src/backend/host/test_kernels/{file}");
         let source =
             KernelSource { path: root().join(&display_path), display_path, kernels: vec![kernel.to_string()], include_dirs: vec![] };
@@ -501,5 +503,196 @@ fn static_checks_ride_on_every_launch_of_a_wrapped_backend() {
         for f in narrow {
             assert!(f.message.starts_with("src/backend/host/test_kernels/offsets.hip:4: "), "{f:#?}");
         }
+        let module_state: Vec<_> = report.findings.iter().filter(|f| f.kind == MemoryFindingKind::ModuleState).collect();
+        assert_eq!(module_state.len(), state, "{kernel}: {module_state:#?}");
+        for f in module_state {
+            assert!(f.message.starts_with("src/backend/host/test_kernels/state.hip:4: `launches` "), "{f:#?}");
+        }
+    }
+}
+
+const ALIGN: &[&str] = &["pair_read_odd", "vector_read_shifted", "shared_pair_odd", "aligned_reads"];
+
+/// Launches `kernel` of align.hip over x (256 floats, or 512 16-bit values) and y (64 floats)
+/// in one block of 64 threads, forward and reversed; each launch's findings and y.
+fn align_launches(kernel: &str) -> Vec<(Vec<crate::backend::MemoryFinding>, Vec<f32>)> {
+    let backend = backend_with(1);
+    let m = module(&backend, "align.hip", ALIGN);
+    let x: Vec<f32> = (0..256).map(|i| i as f32).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    [ThreadOrder::Forward, ThreadOrder::Reversed]
+        .into_iter()
+        .map(|thread_order| {
+            let out = tensor(&backend, DType::F32, &[-1.0f32; 64]);
+            let watched = [input.watched("x", false), out.watched("y", true)];
+            let schedule = Schedule { thread_order, shared_poison: Some(0xa5), ..Schedule::default() };
+            let report = m
+                .launch_watched(kernel, dims(1, 64), schedule, &[ptr(&input), ptr(&out)], &watched)
+                .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+            (report.findings, read::<f32>(&out))
+        })
+        .collect()
+}
+
+#[test]
+fn misaligned_loads_of_a_tensor_are_named_and_a_misaligned_vector_stops_its_block() {
+    use crate::backend::MemoryFindingKind::Misaligned;
+    let launches = align_launches("pair_read_odd");
+    for (findings, _) in &launches {
+        assert_eq!(findings.iter().map(|f| f.kind).collect::<Vec<_>>(), vec![Misaligned], "{findings:#?}");
+        assert_eq!(findings[0].subject, "x");
+    }
+    // forward: thread 0 reads 16-bit elements 1 and 2 (byte 2); the thread runs on (x86 reads it)
+    assert_eq!(
+        launches[0].0[0].message,
+        "misaligned 4-byte read of `x` at element 0 (byte 2) at src/backend/host/test_kernels/align.hip:11 (block (0,0,0), thread 0): \
+         a GPU faults on an access whose address is not a multiple of its size; 64 such accesses in all"
+    );
+    assert!(launches[0].1.iter().all(|&y| y != -1.0), "{:?}", launches[0].1);
+    assert!(launches[1].0[0].message.contains("at element 63 (byte 254) "), "{}", launches[1].0[0].message);
+    // a 16-byte vector load of 4-byte floats from element 1: the block stops there, before
+    // x86's aligned vector move faults for real (clang splits the copy into its four floats)
+    if backend_with(1).compiler().identity.contains("clang") {
+        return;
+    }
+    let vector = align_launches("vector_read_shifted");
+    let message = &vector[0].0.iter().find(|f| f.kind == Misaligned).expect("misaligned").message;
+    assert!(
+        message.starts_with("misaligned 16-byte read of `x` at element 1 (byte 4) at src/backend/host/test_kernels/align.hip:18 "),
+        "{message}"
+    );
+    assert!(message.ends_with("its size; the block stopped there"), "{message}");
+    assert_eq!(vector[0].1[0], 6.0);
+    assert_eq!(vector[0].1[1..], [-1.0f32; 63]);
+}
+
+#[test]
+fn misaligned_loads_of_shared_memory_name_the_array_and_aligned_ones_pass() {
+    use crate::backend::MemoryFindingKind::Misaligned;
+    for (findings, _) in align_launches("shared_pair_odd") {
+        assert_eq!(findings.iter().map(|f| f.kind).collect::<Vec<_>>(), vec![Misaligned], "{findings:#?}");
+        assert_eq!(findings[0].subject, "stage");
+        assert!(findings[0].message.starts_with("misaligned 4-byte read of `__shared__` `stage` at byte "), "{}", findings[0].message);
+        assert!(findings[0].message.contains("align.hip:32 "), "{}", findings[0].message);
+    }
+    for (findings, y) in align_launches("aligned_reads") {
+        assert_eq!(findings, vec![]);
+        assert_eq!(y, (0..64).map(|i| i as f32).collect::<Vec<_>>());
+    }
+}
+
+/// `fast_math.hip`'s function `which` over `x`, twice: both launches must agree bit for bit.
+fn fast_math(which: i32, x: &[f32]) -> Vec<f32> {
+    let backend = backend_with(2);
+    let m = module(&backend, "fast_math.hip", &["fast_math"]);
+    let input = tensor(&backend, DType::F32, x);
+    let runs: Vec<Vec<u32>> = (0..2)
+        .map(|_| {
+            let out = Tensor::allocate(&backend, DType::F32, &[x.len()]).unwrap();
+            let args = [ptr(&input), ptr(&out), KernelArg::I32(x.len() as i32), KernelArg::I32(which)];
+            m.launch("fast_math", dims(x.len().div_ceil(64) as u32, 64), Schedule::default(), &args).unwrap();
+            read::<f32>(&out).iter().map(|v| v.to_bits()).collect()
+        })
+        .collect();
+    assert_eq!(runs[0], runs[1], "function {which} is not deterministic");
+    runs[0].iter().map(|&b| f32::from_bits(b)).collect()
+}
+
+fn ulps(got: f32, want: f64) -> f64 {
+    let want32 = want as f32;
+    let unit = f32::from_bits(want32.abs().to_bits() + 1) - want32.abs();
+    (got as f64 - want).abs() / unit as f64
+}
+
+#[test]
+fn fast_exp_and_log_err_as_the_hardware_does_and_the_accurate_ones_stay_accurate() {
+    // __expf is ex2 of the f32 product x * log2(e): its error grows with |x| (CUDA bounds it by
+    // 2 + 1.173 |x| ulp), and a subnormal result flushes to zero
+    let x: Vec<f32> = (0..512).map(|i| -20.0 + i as f32 * 0.078125 + 0.0013).collect();
+    let fast = fast_math(0, &x);
+    let accurate = fast_math(1, &x);
+    let worst = x.iter().zip(&fast).map(|(&v, &f)| ulps(f, (v as f64).exp())).fold(0.0, f64::max);
+    assert!(worst > 4.0 && worst < 2.0 + 1.173 * 20.0 + 1.0, "__expf worst {worst} ulp");
+    assert!(x.iter().zip(&accurate).all(|(&v, &a)| ulps(a, (v as f64).exp()) <= 1.0));
+    assert_eq!(fast_math(0, &[-100.0, 0.0, 1.0])[..2], [0.0, 1.0]);
+    assert!(fast_math(1, &[-100.0])[0] > 0.0, "expf keeps subnormal results");
+    // __logf is lg2 times ln 2, with an absolute error near 1: large relative to log(1 + e)
+    let near_one = [1.0001f32, 0.9999, 1.001];
+    for (&v, &f) in near_one.iter().zip(&fast_math(2, &near_one)) {
+        let error = (f as f64 - (v as f64).ln()).abs();
+        assert!(error > 1e-7 && error < 4e-7, "__logf({v}) off by {error}");
+    }
+    assert_eq!(fast_math(2, &[1.0, 2.0, 0.0, -1.0])[..3], [0.0, std::f32::consts::LN_2, f32::NEG_INFINITY]);
+    assert!(fast_math(3, &near_one).iter().zip(&near_one).all(|(&a, &v)| ulps(a, (v as f64).ln()) <= 1.0));
+}
+
+#[test]
+fn fast_division_sine_and_rsqrt_err_as_the_hardware_does() {
+    // __fdividef(1, y) is 0 for 2^126 < |y| < 2^128, where 1 / y is a normal or subnormal value
+    let big = [2.0f32.powi(127), -1.5 * 2.0f32.powi(126), 3.0];
+    let fast = fast_math(6, &big);
+    assert_eq!(fast[..2].iter().map(|v| v.to_bits()).collect::<Vec<_>>(), [0.0f32.to_bits(), (-0.0f32).to_bits()]);
+    assert!(ulps(fast[2], 1.0 / 3.0) <= 2.0);
+    assert!(fast_math(7, &big)[0] > 0.0);
+    // __sinf scales to turns in f32 first: far from zero it loses the argument's low bits
+    let far: Vec<f32> = (0..256).map(|i| 1000.0 + i as f32 * 0.37).collect();
+    let worst = far.iter().zip(&fast_math(4, &far)).map(|(&v, &f)| (f as f64 - (v as f64).sin()).abs()).fold(0.0, f64::max);
+    assert!(worst > 1e-5 && worst < 1e-3, "__sinf off by up to {worst}");
+    assert!(far.iter().zip(&fast_math(5, &far)).all(|(&v, &a)| ulps(a, (v as f64).sin()) <= 1.0));
+    // rsqrtf is 2 ulp off where the exact result is not a float, exact where it is
+    let r = fast_math(8, &[2.0, 4.0, 0.25, 3.0]);
+    assert_eq!(ulps(r[0], 0.5f64.sqrt()).round(), 2.0);
+    assert_eq!(r[1..3], [0.5, 2.0]);
+    let correctly_rounded = fast_math(12, &[2.0, 3.0]);
+    assert!(ulps(correctly_rounded[0], 0.5f64.sqrt()) <= 0.5 && ulps(correctly_rounded[1], (1.0f64 / 3.0).sqrt()) <= 0.5);
+    assert_eq!(fast_math(11, &[-1.0, 0.5, 2.0, f32::NAN]), [0.0, 0.5, 1.0, 0.0]);
+    assert!(fast_math(9, &[4.0])[0] > 31.9 && fast_math(9, &[-4.0])[0].is_nan());
+    let sum = fast_math(10, &[0.5])[0] as f64;
+    assert!((sum - (0.5f64.sin() + 0.5f64.cos())).abs() < 1e-6);
+}
+
+/// The module-state findings of one launch of `kernel` in `file` (x and y of 64 floats).
+fn state_findings(file: &str, kernel: &str) -> Vec<crate::backend::MemoryFinding> {
+    use crate::backend::MemoryFindingKind;
+    let backend = backend_with(1);
+    let m = module(&backend, file, &[kernel]);
+    let x = tensor(&backend, DType::F32, &[1.0f32; 64]);
+    let y = tensor(&backend, DType::F32, &[0.0f32; 64]);
+    let report = m.launch(kernel, dims(1, 64), Schedule::default(), &[ptr(&x), ptr(&y), KernelArg::I32(64)]).unwrap();
+    report.findings.into_iter().filter(|f| f.kind == MemoryFindingKind::ModuleState).collect()
+}
+
+#[test]
+fn writable_module_scope_storage_is_a_static_finding_named_with_its_line() {
+    let found = state_findings("state.hip", "counted");
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!((found[0].subject.as_str(), found[0].count), ("kernel", 2));
+    assert_eq!(
+        found[0].message,
+        "src/backend/host/test_kernels/state.hip:4: `launches` (`__device__ unsigned launches;`) is writable module-scope \
+         storage: it keeps its value from one launch to the next, so a result can change after any number of launches, \
+         which no test run certifies (pass it as an argument, keep it in `__shared__` memory, or make it `const` or \
+         `__constant__`) (and 1 more such objects)"
+    );
+    let lint = backend_with(1).build(&test_source("state.hip", "counted")).unwrap().lint;
+    assert!(
+        lint.state[1].starts_with("src/backend/host/test_kernels/state.hip:7: `calls_so_far()::calls` (`static int calls = 0;`)"),
+        "{lint:#?}"
+    );
+    assert_eq!(lint.offsets, Vec::<String>::new());
+}
+
+#[test]
+fn constant_and_const_tables_are_no_module_state() {
+    assert_eq!(state_findings("state_free.hip", "tabled"), vec![]);
+}
+
+fn test_source(file: &str, kernel: &str) -> KernelSource {
+    let display_path = format!("src/backend/host/test_kernels/{file}");
+    KernelSource {
+        path: root().join(&display_path),
+        display_path,
+        kernels: vec![kernel.to_string()],
+        include_dirs: vec![root().join("kernels")],
     }
 }

@@ -97,6 +97,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
 CUresult cuMemFree_v2(CUdeviceptr p) { free((void*)(uintptr_t)p); live_allocations--; return 0; }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) { if (sticky) return pending_error; memcpy((void*)(uintptr_t)d, s, n); return 0; }
 CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) { if (sticky) return pending_error; memcpy(d, (void*)(uintptr_t)s, n); return 0; }
+CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { if (sticky) return pending_error; memcpy((void*)(uintptr_t)d, (void*)(uintptr_t)s, n); return 0; }
 CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return 0; }
 
 // ------------------------------------------------------------------ modules

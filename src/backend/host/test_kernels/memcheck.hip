@@ -3,12 +3,12 @@
 #include "common.h"
 
 extern "C" __global__ void read_past_end(const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < n) y[i] = fmaxf(x[i], x[i + 1]);   // the last thread reads x[n], swallowed by fmaxf
 }
 
 extern "C" __global__ void read_before_start(const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < n) y[i] = x[i - 2] * 0.0f + x[i];   // threads 0 and 1 read before the start
 }
 

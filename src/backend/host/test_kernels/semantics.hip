@@ -6,7 +6,7 @@
 extern "C" __global__ void block_sum(const float* x, float* out, int n) {
   __shared__ float buffer[256];
   unsigned t = threadIdx.x;
-  unsigned i = blockIdx.x * blockDim.x + t;
+  unsigned i = (unsigned)(blockIdx.x * blockDim.x + t);
   buffer[t] = i < (unsigned)n ? x[i] : 0.0f;
   __syncthreads();
   for (unsigned half = blockDim.x / 2; half > 0; half >>= 1) {
@@ -36,7 +36,7 @@ extern "C" __global__ void warp_ops(const int* x, int* out) {
 
 // Atomics from every thread of many blocks into one counter and one float total.
 extern "C" __global__ void atomics(const float* x, int n, int* count, float* total, int* maximum) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= n) return;
   atomicAdd(count, 1);
   atomicAdd(total, x[i]);
@@ -69,7 +69,7 @@ extern "C" __global__ void store_by_code(float* out, int code) {
 // 2-D blocks and grids: each thread writes its linear coordinates.
 extern "C" __global__ void coordinates(int* out) {
   int bx = blockIdx.x, by = blockIdx.y, tx = threadIdx.x, ty = threadIdx.y;
-  int block = by * gridDim.x + bx;
+  int block = (int)(by * gridDim.x + bx);
   int thread = ty * blockDim.x + tx;
   out[(unsigned long long)block * blockDim.x * blockDim.y + thread] = block * 1000 + thread;
 }
