@@ -100,8 +100,21 @@ fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
 /// checks (no sanitizer runtime is linked), and the line tables let a finding name its line.
 /// No `-w`: the compiler's warnings are read back for implicit 64-to-32-bit narrowing
 /// ([`super::lint::NARROWING_FLAG_GCC`]) and dropped otherwise.
-const FLAGS: &[&str] =
-    &["-std=c++20", "-O2", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off", "-mtls-dialect=gnu2", "-fsanitize=thread", "-g1"];
+/// `-ftrivial-auto-var-init=pattern`: a local read before it is written holds a fixed
+/// pattern (a huge or NaN value), not whatever the register last held. On a GPU an
+/// uninitialised accumulator holds garbage; on the host, without this, it often held a
+/// harmless 0 and such a kernel passed or failed by the seed.
+const FLAGS: &[&str] = &[
+    "-std=c++20",
+    "-O2",
+    "-fPIC",
+    "-fvisibility=hidden",
+    "-ffp-contract=off",
+    "-mtls-dialect=gnu2",
+    "-fsanitize=thread",
+    "-g1",
+    "-ftrivial-auto-var-init=pattern",
+];
 
 /// Part of every cache key: what the build does beyond its flags (the `__shared__` rewrite,
 /// the line tables' folder). Change it whenever either changes.
