@@ -143,50 +143,8 @@ fn guard_fill(dtype: DType, id: u8, side: GuardSide) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use super::*;
-    use crate::backend::{KernelSource, Module};
-
-    /// Buffers in plain memory: enough to allocate tensors and reach into their guards.
-    struct Memory;
-
-    struct Bytes(Mutex<Vec<u8>>);
-
-    impl DeviceBuffer for Bytes {
-        fn len(&self) -> usize {
-            self.0.lock().unwrap().len()
-        }
-        fn device_address(&self) -> u64 {
-            0x1000
-        }
-        fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError> {
-            self.0.lock().unwrap()[offset..offset + bytes.len()].copy_from_slice(bytes);
-            Ok(())
-        }
-        fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
-            bytes.copy_from_slice(&self.0.lock().unwrap()[offset..offset + bytes.len()]);
-            Ok(())
-        }
-    }
-
-    impl Backend for Memory {
-        fn name(&self) -> &'static str {
-            "memory"
-        }
-        fn arch(&self) -> String {
-            String::new()
-        }
-        fn toolchain(&self) -> String {
-            String::new()
-        }
-        fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
-            Ok(Box::new(Bytes(Mutex::new(vec![0; bytes]))))
-        }
-        fn load_module(&self, _: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
-            Err(EngineError::Buffer("no modules here".into()))
-        }
-    }
+    use crate::backend::memory::Memory;
 
     /// Element `index` of the tensor's whole buffer, counted from the data's start.
     fn element(t: &Tensor, index: i64) -> Vec<u8> {

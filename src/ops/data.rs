@@ -621,52 +621,14 @@ mod tests {
         assert!(DerivedTensor::parse_from("rope_turns(theta, d *)").is_err());
     }
 
-    /// Host memory as a device, and a module that notes each launch: its arguments, and the
-    /// bytes of every tensor it watched, read at the launch.
+    /// A module that notes each launch: its arguments, and the bytes of every tensor it
+    /// watched, read at the launch (host memory as the device: [`crate::backend::memory`]).
     mod fake {
-        use std::sync::{Arc, Mutex};
+        use std::sync::Mutex;
 
         use crate::EngineError;
-        use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
-
-        pub struct Memory;
-
-        struct Buffer(Vec<u8>);
-
-        impl DeviceBuffer for Buffer {
-            fn len(&self) -> usize {
-                self.0.len()
-            }
-            fn device_address(&self) -> u64 {
-                self.0.as_ptr() as u64
-            }
-            fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError> {
-                self.0[offset..offset + bytes.len()].copy_from_slice(bytes);
-                Ok(())
-            }
-            fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
-                bytes.copy_from_slice(&self.0[offset..offset + bytes.len()]);
-                Ok(())
-            }
-        }
-
-        impl Backend for Memory {
-            fn name(&self) -> &'static str {
-                "memory"
-            }
-            fn arch(&self) -> String {
-                String::new()
-            }
-            fn toolchain(&self) -> String {
-                String::new()
-            }
-            fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
-                Ok(Box::new(Buffer(vec![0; bytes])))
-            }
-            fn load_module(&self, _: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
-                Err(EngineError::Buffer("none".into()))
-            }
-        }
+        pub use crate::backend::memory::Memory;
+        use crate::backend::{KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
 
         /// A launch as the module saw it: dims, arguments, and (name, writable, bytes) of each
         /// watched tensor.
