@@ -1156,10 +1156,11 @@ pub struct Control {
     /// Parameters of the op in place of the record's (`params = { chunk = 0 }`), each with
     /// its line: the runner checks them against the op.
     pub params: BTreeMap<String, (f64, usize)>,
-    /// `cases = [..]`: the indices into the contract's `[shapes].cases` it runs, a GPU-only
-    /// one among them where its fault shows only at that size; when absent, every case that
-    /// is not GPU-only.
-    pub cases: Option<Vec<usize>>,
+    /// `cases = [{ m = 4096, n = 4096, k = 4096 }]`: the contract's cases it runs, each named
+    /// by every symbol's value (an index would silently name another case once the contract's
+    /// list changes), a GPU-only one among them where its fault shows only at that size; when
+    /// absent, every case that is not GPU-only. [`Control::case_indices`] finds them.
+    pub cases: Option<Vec<Symbols>>,
     /// The control's own time limit (a kernel that never returns need not wait the default).
     pub timeout_seconds: Option<u64>,
     /// Planted for `--strict-limits` (figures that moved within budget): runs only under it.
@@ -1171,6 +1172,32 @@ pub struct Control {
     source_line: usize,
     gate_line: usize,
     cases_line: usize,
+}
+
+/// A control's case, `{ m = 4096, n = 4096, k = 4096 }`: each symbol a whole number.
+fn case_named(value: &toml::Value) -> Result<Symbols, String> {
+    let Some(table) = value.as_table() else {
+        return Err(format!(
+            "`{value}` names no case: name it by its symbols, as `{{ m = 4096, n = 4096, k = 4096 }}` (an index would name another \
+             case once the contract's list changes)"
+        ));
+    };
+    if table.is_empty() {
+        return Err("an empty table names no case: give every symbol of the case".into());
+    }
+    table
+        .iter()
+        .map(|(name, v)| match v.as_integer() {
+            Some(n) => Ok((name.clone(), n)),
+            None => Err(format!("`{name} = {v}` is not a whole number")),
+        })
+        .collect()
+}
+
+/// `{m = 4096, n = 4096}`, in the symbols' sorted order (a control's case that matches none).
+fn describe_symbols(symbols: &Symbols) -> String {
+    let parts: Vec<String> = symbols.iter().map(|(name, v)| format!("{name} = {v}")).collect();
+    format!("{{{}}}", parts.join(", "))
 }
 
 #[derive(Deserialize)]
@@ -1193,7 +1220,7 @@ struct RawControl {
     source: Option<Spanned<String>>,
     #[serde(default)]
     params: BTreeMap<String, Spanned<f64>>,
-    cases: Option<Spanned<Vec<Spanned<i64>>>>,
+    cases: Option<Spanned<Vec<Spanned<toml::Value>>>>,
     timeout_seconds: Option<Spanned<i64>>,
     strict_limits: Option<Spanned<bool>>,
 }
@@ -1274,11 +1301,8 @@ impl Control {
             Some(list) => Some(
                 list.get_ref()
                     .iter()
-                    .map(|c| {
-                        usize::try_from(*c.get_ref())
-                            .map_err(|_| source.error(c.span().start, "cases", format!("case {} is no index", c.get_ref())))
-                    })
-                    .collect::<Result<Vec<usize>, _>>()?,
+                    .map(|c| case_named(c.get_ref()).map_err(|e| source.error(c.span().start, "cases", e)))
+                    .collect::<Result<Vec<Symbols>, _>>()?,
             ),
         };
         Ok(Control {
@@ -1330,9 +1354,12 @@ impl Control {
             let names: Vec<&str> = contract.records.iter().map(|r| r.name.as_str()).collect();
             return Err(self.error("record", format!("{} has no record `{}` (records: {})", contract.file, self.record, names.join("; "))));
         }
-        if let Some(bad) = self.cases.iter().flatten().find(|c| **c >= contract.cases.len()) {
-            let n = contract.cases.len();
-            return Err(self.error("cases", format!("case {bad} is out of range: {} has {n} (0 to {})", contract.file, n - 1)));
+        if let Some(missing) = self.cases.iter().flatten().find(|named| !contract.cases.iter().any(|c| &c.symbols == *named)) {
+            let listed: Vec<String> = contract.cases.iter().map(|c| c.describe(contract.op)).collect();
+            return Err(self.error(
+                "cases",
+                format!("{} has no case {} (its cases: {})", contract.file, describe_symbols(missing), listed.join(", ")),
+            ));
         }
         for (name, (value, _)) in &self.params {
             let key = format!("params.{name}");
@@ -1350,6 +1377,14 @@ impl Control {
             return Err(self.error("gate", format!("{} says its seams are `none`: gate 5 never runs for it", contract.file)));
         }
         Ok(())
+    }
+
+    /// The indices of the contract's cases this control names; `None` where it names none
+    /// (it runs every case that is not GPU-only). A named case the contract no longer has is
+    /// left out here and refused by [`Control::check_against`].
+    pub fn case_indices(&self, contract: &Contract) -> Option<Vec<usize>> {
+        let named = self.cases.as_ref()?;
+        Some((0..contract.cases.len()).filter(|i| named.contains(&contract.cases[*i].symbols)).collect())
     }
 
     /// The record as the control runs it: its parameters in place of the record's.
@@ -1457,14 +1492,20 @@ mod control_tests {
 
     #[test]
     fn a_control_plants_a_kernel_or_parameters_and_may_name_its_cases() {
-        let params_only = BASE.replace("source = \"k.hip\"\n", "params = { chunk = 0 }\ncases = [5]\n");
+        let params_only = BASE.replace("source = \"k.hip\"\n", "params = { chunk = 0 }\ncases = [{ m = 2, n = 6, k = 11 }]\n");
         let c = control(&format!("{params_only}gate = \"seams\"")).unwrap();
-        assert_eq!((c.source.as_ref(), c.params.get("chunk"), c.cases.as_deref()), (None, Some(&(0.0, 4)), Some(&[5usize][..])));
+        let named: Symbols = [("k".to_string(), 11), ("m".to_string(), 2), ("n".to_string(), 6)].into();
+        assert_eq!((c.source.as_ref(), c.params.get("chunk"), c.cases.as_deref()), (None, Some(&(0.0, 4)), Some(&[named][..])));
         let neither = BASE.replace("source = \"k.hip\"\n", "");
         let e = control(&format!("{neither}gate = \"seams\"")).unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (1, "source"), "{e}");
         assert!(e.message.contains("a faulty kernel (`source`") && e.message.contains("(`params`)"), "{e}");
-        for (cases, words) in [("cases = []", "an empty list runs nothing"), ("cases = [-1]", "case -1 is no index")] {
+        for (cases, words) in [
+            ("cases = []", "an empty list runs nothing"),
+            ("cases = [5]", "`5` names no case: name it by its symbols"),
+            ("cases = [{}]", "an empty table names no case"),
+            ("cases = [{ m = 1.5 }]", "`m = 1.5` is not a whole number"),
+        ] {
             let e = control(&format!("{BASE}gate = \"seams\"\n{cases}")).unwrap_err();
             assert_eq!((e.line, e.key.as_str()), (6, "cases"), "{e}");
             assert!(e.message.contains(words), "{e}");
@@ -1481,7 +1522,12 @@ mod control_tests {
         let cases = [
             ("params = { chunk = 0.5 }", "params.chunk", 5, "`chunk` = 0.5 is not a whole number"),
             ("params = { eps = 1 }", "params.eps", 5, "op projection_bf16 has no parameter `eps` (its parameters: chunk)"),
-            ("params = { chunk = 0 }\ncases = [99]", "cases", 6, "case 99 is out of range"),
+            (
+                "params = { chunk = 0 }\ncases = [{ m = 3, n = 6, k = 11 }]",
+                "cases",
+                6,
+                "has no case {k = 11, m = 3, n = 6} (its cases: {m = 1",
+            ),
         ];
         for (extra, key, line, words) in cases {
             let e = control(&text(extra)).unwrap().check_against(&projection).unwrap_err();

@@ -671,8 +671,8 @@ pub fn case_runs(case: &Case, arch: &str, control: bool) -> bool {
 /// The cases a record (or a control) runs on `arch`, by index: a control's own `cases` where
 /// it names them (a GPU-only one among them runs on a GPU), else every case that runs here.
 pub fn cases_run_for(contract: &Contract, arch: &str, control: Option<&Control>) -> Vec<usize> {
-    match control.and_then(|c| c.cases.as_ref()) {
-        Some(cases) => cases.iter().copied().filter(|i| case_runs(&contract.cases[*i], arch, false)).collect(),
+    match control.and_then(|c| c.case_indices(contract)) {
+        Some(cases) => cases.into_iter().filter(|i| case_runs(&contract.cases[*i], arch, false)).collect(),
         None => (0..contract.cases.len()).filter(|i| case_runs(&contract.cases[*i], arch, control.is_some())).collect(),
     }
 }
@@ -680,7 +680,7 @@ pub fn cases_run_for(contract: &Contract, arch: &str, control: Option<&Control>)
 /// The cases of a record (or a control) that `arch` does not run, with why: for a control
 /// with its own `cases`, those of them this arch cannot run.
 pub fn cases_not_run_for(contract: &Contract, arch: &str, control: Option<&Control>) -> Vec<String> {
-    match control.and_then(|c| c.cases.as_ref()) {
+    match control.and_then(|c| c.case_indices(contract)) {
         Some(cases) => cases_not_run(contract, arch, false)
             .into_iter()
             .filter(|line| cases.iter().any(|i| line.contains(&format!(" shapes.cases[{i}] "))))
@@ -968,11 +968,11 @@ pub(crate) fn run_record(
         .filter(|i| context.settings.selects_case(*i))
         .map(|i| (i, Inputs::AsGenerated))
         .collect();
-    let chosen = control.and_then(|c| c.cases.as_ref());
+    let chosen = control.and_then(|c| c.case_indices(contract));
     let seed = context.settings.seed;
     let planted = nonfinite_cases(contract)
         .into_iter()
-        .filter(|i| chosen.is_none_or(|cases| cases.contains(i)) && context.settings.selects_case(*i))
+        .filter(|i| chosen.as_ref().is_none_or(|cases| cases.contains(i)) && context.settings.selects_case(*i))
         .flat_map(|i| plantings(contract, record, seed, i).into_iter().map(move |p| (i, p)));
     match module.as_ref().and_then(|m| loaded.checker.as_ref().map(|c| (m, c))) {
         Err(e) => result.error = Some(e.clone()),
