@@ -1023,13 +1023,35 @@ SIMT_NOSAN static long region_at(const simt_config* c, uintptr_t a) {
   return a < r.data + r.bytes + r.guard ? (long)(lo - 1) : -1;   // beyond its guard: not a tensor's
 }
 
+// Where `a` is no tensor's data nor guard band, nor shared memory: the gap around it between
+// those, as a Scheduler::Tensor of no region (nothing to check), or none (bytes 0).
+SIMT_NOSAN static Scheduler::Tensor gap_around(const Scheduler* s, uintptr_t a) {
+  uintptr_t lo = 0, hi = UINTPTR_MAX;
+  auto exclude = [&](uintptr_t start, uintptr_t end) SIMT_NOSAN {   // [start, end) is checked memory
+    if (end <= a) lo = end > lo ? end : lo;
+    else if (start > a) hi = start < hi ? start : hi;
+    else hi = lo;   // `a` is inside: no gap
+  };
+  const simt_config* c = s->config;
+  for (unsigned i = 0; i < c->region_count; i++) {
+    const simt_region& r = c->regions[i];
+    exclude(r.data - r.guard, r.data + r.bytes + r.guard);
+  }
+  exclude((uintptr_t)s->tls_base, (uintptr_t)s->tls_base + s->tls_size);
+  return hi > lo ? Scheduler::Tensor{lo, hi - lo, nullptr} : Scheduler::Tensor{0, 0, nullptr};
+}
+
 SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uintptr_t a, size_t bytes, unsigned access, void* ret) {
   const simt_config* c = s->config;
+  Scheduler::Site& site = s->sites[site_of(ret)];
   long at = region_at(c, a);
-  if (at < 0) return;
+  if (at < 0) {   // the next access of this site likely is no tensor's either
+    Scheduler::Tensor gap = gap_around(s, a);
+    if (gap.bytes) { site.before = site.last; site.last = gap; }
+    return;
+  }
   const simt_region& r = c->regions[at];
   if (a >= r.data && a + bytes <= r.data + r.bytes) {          // inside the data: the next access likely is too
-    Scheduler::Site& site = s->sites[site_of(ret)];
     site.before = site.last;
     site.last = Scheduler::Tensor{r.data, r.bytes, &r};
     if (access == WRITE || access == ATOMIC) region_write(s, r, a, bytes, access, ret);
@@ -1040,7 +1062,7 @@ SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uin
 }
 
 SIMT_NOSAN __attribute__((always_inline)) static inline void check_access(const volatile void* p, size_t bytes, unsigned access, void* ret) {
-  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  uintptr_t sp; asm("movq %%rsp, %0" : "=r"(sp));   // not __builtin_frame_address: no frame pointer for the hooks
   uintptr_t a = (uintptr_t)p;
   // the running code's own stack (a fiber's locals and the header that holds threadIdx; off a
   // fiber, the OS thread's): nothing to check, and the commonest access that is no tensor's
@@ -1056,13 +1078,13 @@ SIMT_NOSAN __attribute__((always_inline)) static inline void check_access(const 
   uintptr_t into = a - t->data;
   if (__builtin_expect(!(into < t->bytes && bytes <= t->bytes - into), 0)) { t = &site.before; into = a - t->data; }
   if (__builtin_expect(into < t->bytes && bytes <= t->bytes - into, 1)) {
-    if (access == WRITE || access == ATOMIC) region_write(s, *t->region, a, bytes, access, ret);
+    if ((access == WRITE || access == ATOMIC) && t->region) region_write(s, *t->region, a, bytes, access, ret);
     return;
   }
   size_t offset = a - (uintptr_t)s->tls_base;
   if (offset < s->tls_size) { shared_access(s, offset, bytes, access, ret); return; }
   if (a - (uintptr_t)s < sizeof(Scheduler)) return;   // the runtime's block state
-  if (s->config->region_count) region_access(s, a, bytes, access, ret);
+  region_access(s, a, bytes, access, ret);
 }
 
 // An access of N bytes (2, 4, 8 or 16) through an entry point the compiler picks only when the
