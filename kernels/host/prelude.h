@@ -339,6 +339,7 @@ struct Fiber {
   Fiber* next_free;
   unsigned alive_slot;   // index in Block::alive
   unsigned counter;      // the block's start counter of the thread it runs (threads start in Block::order)
+  unsigned linear;       // the linear index of thread_index (x fastest)
 };
 // Power-of-two-aligned stack tops all map to the same cache sets; shifting each header
 // down by a per-region colour (17 lines x region mod 64) spreads 64 fibers over the sets.
@@ -404,12 +405,24 @@ struct Scheduler {       // one per OS thread per module, never freed (worker th
   int checking;
   const simt_config* config;
   simt_result* result;
-  Shadow* shadow;          // one per byte of the TLS block, allocated at the first checked block
+  // The shadow, allocated at the first checked block: one entry per 4-byte granule of the TLS
+  // block, which judges an access of whole granules once per granule (shared memory is nearly
+  // always accessed in 4-byte words, and a shadow per byte was four times the work), and one
+  // per byte for the granules `split` marks, whose bytes may differ: those an access of part
+  // of a granule touched, and those that hold bytes of two variables. `shadow` also names
+  // each byte's variable (its `var`), split or not.
+  Shadow* shadow;
+  Shadow* granules;
+  unsigned char* split;
+  size_t pool;             // the dynamic shared pool's offset in the TLS block
   uint32_t interval;       // barrier intervals so far, over every block this thread ran
-  // the tensor data the last checked accesses were in (a kernel reads one tensor and writes
-  // another in turn: one entry would thrash)
-  enum { HITS = 4 };
-  uintptr_t hit_data[HITS]; size_t hit_bytes[HITS]; unsigned hit_region[HITS]; unsigned hit_next;
+  // per access site (the hook's return address, hashed): the tensors its last two accesses
+  // were in. A load or store of kernel code nearly always reads one tensor (or two, where the
+  // compiler merged two loads of one helper), so this is one probe (a per-tensor list was a
+  // loop of compares whose exit the branch predictor kept missing).
+  enum { SITES = 256 };
+  struct Tensor { uintptr_t data; size_t bytes; const simt_region* region; };
+  struct Site { Tensor last, before; } sites[SITES];
   Block block;
 };
 static thread_local Scheduler* tls_scheduler;
@@ -426,9 +439,7 @@ SIMT_NOSAN __attribute__((noinline, cold)) static void fail(Block& b, const char
   va_list ap; va_start(ap, fmt); vsnprintf(b.message, sizeof b.message, fmt, ap); va_end(ap);
 }
 
-SIMT_NOSAN static inline unsigned linear_thread(const Block& b, const Fiber* f) {
-  return f->thread_index.x + b.block_dim.x * (f->thread_index.y + b.block_dim.y * f->thread_index.z);
-}
+SIMT_NOSAN static inline unsigned linear_thread(const Block&, const Fiber* f) { return f->linear; }
 
 [[noreturn]] SIMT_NOSAN static void worker_main(void*);
 
@@ -485,7 +496,7 @@ SIMT_NOSAN static Fiber* new_worker(Scheduler* s) {
     s->stacks += count;
     f = s->free_list; s->free_list = f->next_free;
   }
-  f->block_index = b.block_index; f->block_dim = b.block_dim; f->grid_dim = b.grid_dim; f->thread_index = uint3{0, 0, 0};
+  f->block_index = b.block_index; f->block_dim = b.block_dim; f->grid_dim = b.grid_dim; f->thread_index = uint3{0, 0, 0}; f->linear = 0;
   uintptr_t top = ((uintptr_t)f - 64) & ~(uintptr_t)15;
   void** sp = (void**)top;
   *--sp = (void*)__simt_trampoline;                 // popped and jumped to; rsp == top (16-aligned) after
@@ -610,7 +621,7 @@ SIMT_NOSAN __attribute__((noinline, cold)) static void trap(const char* file, in
 // warp-level barrier), then reads the source lane's slot. Two buffers make one barrier
 // per op enough: buffer p is rewritten only after every lane has arrived at the next op.
 template <class T>
-SIMT_NOSAN __attribute__((noinline)) static unsigned warp_exchange(T v, const char* file, int line, Warp*& warp_out, unsigned& lane_out) {
+SIMT_NOSAN static inline unsigned warp_exchange(T v, const char* file, int line, Warp*& warp_out, unsigned& lane_out) {
   static_assert(sizeof(T) <= 16 && std::is_trivially_copyable_v<T>, "shuffle type");
   Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
   flush(b, me);
@@ -632,42 +643,51 @@ SIMT_NOSAN __attribute__((noinline)) static unsigned warp_exchange(T v, const ch
   return p;
 }
 template <class T>
-static inline T warp_read(Warp& w, unsigned p, unsigned source, T own) {
+SIMT_NOSAN static inline T warp_read(Warp& w, unsigned p, unsigned source, T own) {
   if (source >= (unsigned)WARP || !((w.valid[p] >> source) & 1)) { self()->scheduler->block.inactive_reads++; return own; }
   T r; memcpy(&r, w.exchange[p][source], sizeof(T)); return r;
+}
+// A shuffle whole, exchange and read, out of the kernel's instrumented code (the reads of the
+// exchange buffers would each be a call into the memory checks). The source lane as HIP
+// computes it (amd_warp_functions.h); width is a power of two <= warpSize.
+enum ShuffleKind : unsigned { SHFL_XOR, SHFL_DOWN, SHFL_UP, SHFL_INDEX };
+template <class T>
+SIMT_NOSAN __attribute__((noinline)) static T warp_shuffle(T v, ShuffleKind kind, unsigned arg, int width, const char* file, int line) {
+  Warp* w; unsigned lane; unsigned p = warp_exchange(v, file, line, w, lane);
+  const unsigned segment = lane & ~(unsigned)(width - 1), within = lane & (unsigned)(width - 1);
+  unsigned source;
+  switch (kind) {
+    case SHFL_XOR: source = lane ^ arg; if ((source & ~(unsigned)(width - 1)) != segment) source = lane; break;   // outside its own segment
+    case SHFL_DOWN: source = within + arg >= (unsigned)width ? lane : lane + arg; break;
+    case SHFL_UP: source = (int)within - (int)arg < 0 ? lane : lane - arg; break;
+    default: source = segment + (arg & (unsigned)(width - 1)); break;
+  }
+  return warp_read(*w, p, source, v);
+}
+SIMT_NOSAN __attribute__((noinline)) static unsigned long long warp_ballot(int predicate, const char* file, int line) {
+  Warp* w; unsigned lane; unsigned p = warp_exchange(predicate, file, line, w, lane);
+  unsigned long long r = 0;
+  for (unsigned i = 0; i < (unsigned)WARP; i++)
+    if ((w->valid[p] >> i) & 1) { int x; memcpy(&x, w->exchange[p][i], sizeof x); if (x) r |= 1ull << i; }
+  return r;
 }
 }  // namespace simt
 
 // HIP semantics (amd_warp_functions.h); width is a power of two <= warpSize.
 #define SIMT_SITE const char* f = __builtin_FILE(), int l = __builtin_LINE()
 template <class T> static inline T __shfl_xor(T v, int mask, int width = warpSize, SIMT_SITE) {
-  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(v, f, l, w, lane);
-  unsigned source = lane ^ (unsigned)mask;
-  if ((source & ~(unsigned)(width - 1)) != (lane & ~(unsigned)(width - 1))) source = lane;   // outside its own segment
-  return simt::warp_read(*w, p, source, v);
+  return simt::warp_shuffle(v, simt::SHFL_XOR, (unsigned)mask, width, f, l);
 }
 template <class T> static inline T __shfl_down(T v, unsigned delta, int width = warpSize, SIMT_SITE) {
-  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(v, f, l, w, lane);
-  unsigned source = ((lane & (width - 1)) + delta >= (unsigned)width) ? lane : lane + delta;
-  return simt::warp_read(*w, p, source, v);
+  return simt::warp_shuffle(v, simt::SHFL_DOWN, delta, width, f, l);
 }
 template <class T> static inline T __shfl_up(T v, unsigned delta, int width = warpSize, SIMT_SITE) {
-  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(v, f, l, w, lane);
-  unsigned source = ((int)(lane & (width - 1)) - (int)delta < 0) ? lane : lane - delta;
-  return simt::warp_read(*w, p, source, v);
+  return simt::warp_shuffle(v, simt::SHFL_UP, delta, width, f, l);
 }
 template <class T> static inline T __shfl(T v, int source_lane, int width = warpSize, SIMT_SITE) {
-  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(v, f, l, w, lane);
-  unsigned source = (lane & ~(unsigned)(width - 1)) + ((unsigned)source_lane & (width - 1));
-  return simt::warp_read(*w, p, source, v);
+  return simt::warp_shuffle(v, simt::SHFL_INDEX, (unsigned)source_lane, width, f, l);
 }
-static inline unsigned long long __ballot(int predicate, SIMT_SITE) {
-  simt::Warp* w; unsigned lane; unsigned p = simt::warp_exchange(predicate, f, l, w, lane);
-  unsigned long long r = 0;
-  for (unsigned i = 0; i < (unsigned)simt::WARP; i++)
-    if ((w->valid[p] >> i) & 1) { int x; memcpy(&x, w->exchange[p][i], sizeof x); if (x) r |= 1ull << i; }
-  return r;
-}
+static inline unsigned long long __ballot(int predicate, SIMT_SITE) { return simt::warp_ballot(predicate, f, l); }
 static inline int __any(int predicate, SIMT_SITE) { return __ballot(predicate, f, l) != 0; }
 static inline int __all(int predicate, SIMT_SITE) { return __ballot(!predicate, f, l) == 0; }   // over the active lanes
 static inline void __syncthreads(SIMT_SITE) { simt::syncthreads(f, l); }
@@ -679,27 +699,35 @@ template <class T> static inline T __shfl_down_sync(unsigned long long, T v, uns
 template <class T> static inline T __shfl_sync(unsigned long long, T v, int s, int w = warpSize, SIMT_SITE) { return __shfl(v, s, w, f, l); }
 
 namespace simt {
+// The bookkeeping of a worker's threads, out of the kernel's instrumented code (each access
+// would be a call into the memory checks, per thread). The thread after `t` (after the
+// first, `t` ~0u) that this worker runs, set up in its header; ~0u when none is left.
+SIMT_NOSAN __attribute__((noinline)) static unsigned next_thread(Block& b, Fiber* me, unsigned t) {
+  if (t == ~0u || b.runner != me) { t = b.started; b.runner = me; }   // first, or blocked meanwhile: others may have started threads
+  else t++;                                                             // did not block: keep counting privately
+  if (t >= b.threads) { b.started = b.threads; b.runner = nullptr; return ~0u; }
+  unsigned linear = b.order ? b.order[t] : t;
+  me->counter = t;
+  const unsigned bx = b.block_dim.x, by = b.block_dim.y;
+  me->thread_index = by == 1 && b.block_dim.z == 1 ? uint3{linear, 0, 0} : uint3{linear % bx, (linear / bx) % by, linear / (bx * by)};
+  me->linear = linear;
+  b.warps[linear / WARP].started |= lanemask(1) << (linear % WARP);
+  return t;
+}
 // The per-kernel worker loop. Parameters are unpacked once per worker (each call still
 // gets its own by-value copy); the kernel is a template argument, so it is inlined.
+// The kernel's parameters, copied out of the launch's argument table by uninstrumented code:
+// a worker starts for every thread that blocks, and each copy's loads would be calls into the
+// memory checks, each looking for a tensor the argument table is not.
+template <class Parameters, size_t... I>
+SIMT_NOSAN __attribute__((noinline)) static Parameters unpack(void** args, std::index_sequence<I...>) {
+  return Parameters{*static_cast<std::tuple_element_t<I, Parameters>*>(args[I])...};
+}
 template <auto F, class Parameters, size_t... I>
-__attribute__((flatten)) static void loop_impl(Block& b, std::index_sequence<I...>) {
-  Parameters params{*static_cast<std::tuple_element_t<I, Parameters>*>(b.args[I])...};
+__attribute__((flatten)) static void loop_impl(Block& b, std::index_sequence<I...> indices) {
+  const Parameters params = unpack<Parameters>(b.args, indices);
   Fiber* me = self();
-  const unsigned n = b.threads;
-  b.runner = me;
-  unsigned t = b.started;
-  const unsigned bx = b.block_dim.x, by = b.block_dim.y;
-  const bool flat = by == 1 && b.block_dim.z == 1;
-  while (t < n) {
-    unsigned linear = b.order ? b.order[t] : t;
-    me->counter = t;
-    me->thread_index = flat ? uint3{linear, 0, 0} : uint3{linear % bx, (linear / bx) % by, linear / (bx * by)};
-    b.warps[linear / WARP].started |= lanemask(1) << (linear % WARP);
-    F(std::get<I>(params)...);
-    if (__builtin_expect(b.runner == me, 1)) t++;   // did not block: keep counting privately
-    else { t = b.started; b.runner = me; }          // blocked meanwhile: others may have started threads
-  }
-  b.started = n; b.runner = nullptr;
+  for (unsigned t = next_thread(b, me, ~0u); t != ~0u; t = next_thread(b, me, t)) F(std::get<I>(params)...);
 }
 template <class... P> static std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...> parameter_tuple(void (*)(P...));
 template <auto F> static void loop(Block& b) {
@@ -828,6 +856,7 @@ static uintptr_t module_base;
 enum AccessKind : unsigned { READ = 0, WRITE = 1, ATOMIC = 2, ATOMIC_LOAD = 3 };
 
 SIMT_NOSAN static uint32_t pc_offset(void* ret) { return (uint32_t)((uintptr_t)ret - module_base); }
+SIMT_NOSAN static inline unsigned site_of(void* ret) { return (unsigned)(((uintptr_t)ret * 0x9e3779b97f4a7c15ull) >> 56) % Scheduler::SITES; }
 
 SIMT_NOSAN __attribute__((noinline)) static void record(Scheduler* s, int kind, long long place, long long offset, size_t bytes,
                                                         unsigned access, void* ret, unsigned other = 0, unsigned other_access = 0,
@@ -841,20 +870,32 @@ SIMT_NOSAN __attribute__((noinline)) static void record(Scheduler* s, int kind, 
   f.other_thread = other; f.other_write = other_access; f.other_pc = other_pc;
 }
 
-// Shadow bytes for the module's TLS block of this thread, each naming its variable.
+// The shadow of the module's TLS block of this thread (see Scheduler::shadow), each byte and
+// granule naming its variable. Allocated with a granule to spare: an access that starts in the
+// block's last bytes may run past its end.
+enum { GRANULE = 4 };
 SIMT_NOSAN static bool ensure_shadow(Scheduler* s) {
   if (s->shadow) return true;
   if (!s->tls_size) { TlsExtent e = tls_extent(); s->tls_base = e.base; s->tls_size = e.size; }
   if (!s->tls_base || !s->tls_size) return false;
-  s->shadow = (Shadow*)calloc(s->tls_size, sizeof(Shadow));
-  if (!s->shadow) return false;
+  const size_t granules = s->tls_size / GRANULE + 5, bytes = granules * GRANULE;
+  Shadow* shadow = (Shadow*)calloc(bytes, sizeof(Shadow));
+  Shadow* words = (Shadow*)calloc(granules, sizeof(Shadow));
+  unsigned char* split = (unsigned char*)calloc(granules, 1);
+  if (!shadow || !words || !split) { free(shadow); free(words); free(split); return false; }
   for (unsigned k = 0; k < registered_var_count; k++) {
     const simt_shared_var& v = registered_vars[k];
     for (unsigned long long i = 0; i < v.bytes + v.redzone && v.offset + i < s->tls_size; i++)
-      s->shadow[v.offset + i].var = (uint16_t)((i < v.bytes ? 0 : REDZONE) | (k + 1));
+      shadow[v.offset + i].var = (uint16_t)((i < v.bytes ? 0 : REDZONE) | (k + 1));
   }
   size_t pool = (size_t)(__simt_dynamic_shared - s->tls_base);
-  for (size_t i = 0; i < SIMT_DYNAMIC_SHARED_MAX && pool + i < s->tls_size; i++) s->shadow[pool + i].var = DYNAMIC;
+  for (size_t i = 0; i < SIMT_DYNAMIC_SHARED_MAX && pool + i < s->tls_size; i++) shadow[pool + i].var = DYNAMIC;
+  for (size_t g = 0; g < granules; g++) {
+    const Shadow* b = shadow + g * GRANULE;
+    words[g].var = b[0].var;
+    split[g] = b[1].var != b[0].var || b[2].var != b[0].var || b[3].var != b[0].var;
+  }
+  s->shadow = shadow; s->granules = words; s->split = split; s->pool = pool;
   return true;
 }
 
@@ -863,11 +904,11 @@ SIMT_NOSAN static bool ordered_by_warp_op(unsigned other, uint32_t other_syncs, 
 }
 
 SIMT_NOSAN __attribute__((noinline)) static void shared_access(Scheduler* s, size_t offset, size_t bytes, unsigned access, void* ret) {
-  Shadow* shadow = s->shadow + offset;
   Block& b = s->block;
   const unsigned t = linear_thread(b, self()), warp = t / WARP;
   const uint32_t syncs = b.warps[warp].syncs, now = s->interval;
-  const size_t pool = (size_t)(__simt_dynamic_shared - s->tls_base);
+  const size_t pool = s->pool;
+  const unsigned long long dynamic = s->config->dynamic_shared;
   unsigned reported = 0;   // one finding of each kind per access, however many bytes it spans
   auto report = [&](int kind, const Shadow& e, unsigned other, unsigned other_access, uint32_t other_pc) SIMT_NOSAN {
     if (reported & (1u << kind)) return;
@@ -876,13 +917,13 @@ SIMT_NOSAN __attribute__((noinline)) static void shared_access(Scheduler* s, siz
     size_t start = var < 0 ? pool : (size_t)registered_vars[var].offset;
     record(s, kind, var, (long long)(offset - start), bytes, access, ret, other, other_access, other_pc);
   };
-  for (size_t i = 0; i < bytes; i++) {
-    Shadow& e = shadow[i];
-    if (e.var == 0) continue;   // TLS that is not shared memory (the runtime's own)
-    bool past_dynamic = e.var == DYNAMIC && offset + i - pool >= s->config->dynamic_shared;
+  // one byte, or one granule whose bytes share one history, at `at` in the TLS block
+  auto judge = [&](Shadow& e, size_t at) SIMT_NOSAN __attribute__((always_inline)) {
+    if (e.var == 0) return;   // TLS that is not shared memory (the runtime's own)
+    bool past_dynamic = e.var == DYNAMIC && at - pool >= dynamic;
     if ((e.var & REDZONE) || past_dynamic) {
       report(SIMT_F_SHARED_OOB, e, 0, 0, 0);
-      continue;   // nobody's bytes: nothing to order
+      return;   // nobody's bytes: nothing to order
     }
     if (access == READ || access == ATOMIC_LOAD) {
       bool atomic_pair = access == ATOMIC_LOAD && e.write_atomic;
@@ -898,7 +939,7 @@ SIMT_NOSAN __attribute__((noinline)) static void shared_access(Scheduler* s, siz
         if (e.reader_warp != warp) e.reader_warp = MANY;
         e.read_syncs = syncs;
       }
-      continue;
+      return;
     }
     // a write or an atomic update
     bool atomic_pair = access == ATOMIC && e.write_atomic;
@@ -910,7 +951,26 @@ SIMT_NOSAN __attribute__((noinline)) static void shared_access(Scheduler* s, siz
     e.writer = (e.write_interval == now && e.writer != t) ? MANY : (uint16_t)t;
     e.write_atomic = access == ATOMIC;
     e.write_interval = now; e.write_syncs = syncs; e.write_pc = pc_offset(ret);
+  };
+  const size_t first = offset / GRANULE, last = (offset + bytes - 1) / GRANULE;
+  if (offset % GRANULE == 0 && bytes % GRANULE == 0) {   // whole granules: judged once each, unless one is split
+    bool whole = true;
+    for (size_t g = first; g <= last; g++) {
+      // a granule the launch's dynamic size ends inside has bytes of both kinds
+      size_t in_pool = g * GRANULE - pool;
+      whole &= !s->split[g] && !(s->granules[g].var == DYNAMIC && in_pool < dynamic && dynamic - in_pool < GRANULE);
+    }
+    if (__builtin_expect(whole, 1)) {
+      for (size_t g = first; g <= last; g++) judge(s->granules[g], g * GRANULE);
+      return;
+    }
   }
+  for (size_t g = first; g <= last; g++) {   // from here on its bytes are judged one by one
+    if (s->split[g]) continue;
+    for (size_t i = 0; i < GRANULE; i++) s->shadow[g * GRANULE + i] = s->granules[g];
+    s->split[g] = 1;
+  }
+  for (size_t i = 0; i < bytes; i++) judge(s->shadow[offset + i], offset + i);
 }
 
 // A store into a tensor's data: an input must not be written at all; an output element is
@@ -926,8 +986,12 @@ SIMT_NOSAN __attribute__((noinline)) static void region_write(Scheduler* s, cons
   const unsigned t = linear_thread(b, self());
   const unsigned long long who = access == ATOMIC ? 0x7ff : t;   // atomics never race with atomics
   const unsigned long long stamp = ((unsigned long long)b.linear_index + 1) << 32 | who << 21 | (s->interval & 0x1fffff);
-  const size_t first = (a - r.data) / r.element_bytes, last = (a + bytes - 1 - r.data) / r.element_bytes;
-  for (size_t e = first; e <= last && e < r.bytes / r.element_bytes; e++) {
+  // elements are nearly always a power of two bytes: a shift, not a 64-bit division per store
+  const unsigned size = r.element_bytes, shift = (unsigned)__builtin_ctz(size);
+  const bool power_of_two = (size & (size - 1)) == 0;
+  auto element = [&](size_t offset) SIMT_NOSAN { return power_of_two ? offset >> shift : offset / size; };
+  const size_t first = element(a - r.data), last = element(a + bytes - 1 - r.data), count = element(r.bytes);
+  for (size_t e = first; e <= last && e < count; e++) {
     unsigned long long before = __atomic_exchange_n(&r.writers[e], stamp, __ATOMIC_RELAXED);
     unsigned before_pc = r.writer_pcs[e];
     r.writer_pcs[e] = pc_offset(ret);
@@ -959,14 +1023,37 @@ SIMT_NOSAN static long region_at(const simt_config* c, uintptr_t a) {
   return a < r.data + r.bytes + r.guard ? (long)(lo - 1) : -1;   // beyond its guard: not a tensor's
 }
 
+// Where `a` is no tensor's data nor guard band, nor shared memory: the gap around it between
+// those, as a Scheduler::Tensor of no region (nothing to check), or none (bytes 0).
+SIMT_NOSAN static Scheduler::Tensor gap_around(const Scheduler* s, uintptr_t a) {
+  uintptr_t lo = 0, hi = UINTPTR_MAX;
+  auto exclude = [&](uintptr_t start, uintptr_t end) SIMT_NOSAN {   // [start, end) is checked memory
+    if (end <= a) lo = end > lo ? end : lo;
+    else if (start > a) hi = start < hi ? start : hi;
+    else hi = lo;   // `a` is inside: no gap
+  };
+  const simt_config* c = s->config;
+  for (unsigned i = 0; i < c->region_count; i++) {
+    const simt_region& r = c->regions[i];
+    exclude(r.data - r.guard, r.data + r.bytes + r.guard);
+  }
+  exclude((uintptr_t)s->tls_base, (uintptr_t)s->tls_base + s->tls_size);
+  return hi > lo ? Scheduler::Tensor{lo, hi - lo, nullptr} : Scheduler::Tensor{0, 0, nullptr};
+}
+
 SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uintptr_t a, size_t bytes, unsigned access, void* ret) {
   const simt_config* c = s->config;
+  Scheduler::Site& site = s->sites[site_of(ret)];
   long at = region_at(c, a);
-  if (at < 0) return;
+  if (at < 0) {   // the next access of this site likely is no tensor's either
+    Scheduler::Tensor gap = gap_around(s, a);
+    if (gap.bytes) { site.before = site.last; site.last = gap; }
+    return;
+  }
   const simt_region& r = c->regions[at];
   if (a >= r.data && a + bytes <= r.data + r.bytes) {          // inside the data: the next access likely is too
-    unsigned slot = s->hit_next++ % Scheduler::HITS;
-    s->hit_data[slot] = r.data; s->hit_bytes[slot] = r.bytes; s->hit_region[slot] = (unsigned)at;
+    site.before = site.last;
+    site.last = Scheduler::Tensor{r.data, r.bytes, &r};
     if (access == WRITE || access == ATOMIC) region_write(s, r, a, bytes, access, ret);
     return;
   }
@@ -974,26 +1061,30 @@ SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uin
   record(s, access == READ || access == ATOMIC_LOAD ? SIMT_F_OOB_READ : SIMT_F_OOB_WRITE, r.index, offset, bytes, access, ret);
 }
 
-SIMT_NOSAN static inline void check_access(const volatile void* p, size_t bytes, unsigned access, void* ret) {
+SIMT_NOSAN __attribute__((always_inline)) static inline void check_access(const volatile void* p, size_t bytes, unsigned access, void* ret) {
+  uintptr_t sp; asm("movq %%rsp, %0" : "=r"(sp));   // not __builtin_frame_address: no frame pointer for the hooks
+  uintptr_t a = (uintptr_t)p;
+  // the running code's own stack (a fiber's locals and the header that holds threadIdx; off a
+  // fiber, the OS thread's): nothing to check, and the commonest access that is no tensor's
+  if (((a ^ sp) & ~(uintptr_t)(SIMT_STACK - 1)) == 0) return;
   // kernel code runs only on fibers, which find their scheduler from their stack (a TLS
   // lookup would cost as much as the check); anything else is the runtime's own
-  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
   if (__builtin_expect(!on_fiber_stack(sp), 0)) return;
   Scheduler* s = self()->scheduler;
   if (__builtin_expect(!s->checking, 0)) return;
-  uintptr_t a = (uintptr_t)p;
-  for (unsigned i = 0; i < Scheduler::HITS; i++) {     // in the tensor data of a recent access?
-    uintptr_t into = a - s->hit_data[i];
-    if (a >= s->hit_data[i] && into < s->hit_bytes[i] && bytes <= s->hit_bytes[i] - into) {
-      if (access == WRITE || access == ATOMIC) region_write(s, s->config->regions[s->hit_region[i]], a, bytes, access, ret);
-      return;
-    }
+  // in the tensor data this site last touched?
+  const Scheduler::Site& site = s->sites[site_of(ret)];
+  const Scheduler::Tensor* t = &site.last;
+  uintptr_t into = a - t->data;
+  if (__builtin_expect(!(into < t->bytes && bytes <= t->bytes - into), 0)) { t = &site.before; into = a - t->data; }
+  if (__builtin_expect(into < t->bytes && bytes <= t->bytes - into, 1)) {
+    if ((access == WRITE || access == ATOMIC) && t->region) region_write(s, *t->region, a, bytes, access, ret);
+    return;
   }
   size_t offset = a - (uintptr_t)s->tls_base;
   if (offset < s->tls_size) { shared_access(s, offset, bytes, access, ret); return; }
-  if ((a & ~(uintptr_t)(SIMT_STACK - 1)) == (sp & ~(uintptr_t)(SIMT_STACK - 1))) return;   // the thread's own stack
-  if (a - (uintptr_t)s < sizeof(Scheduler)) return;   // the runtime's block state (warp exchange buffers)
-  if (s->config->region_count) region_access(s, a, bytes, access, ret);
+  if (a - (uintptr_t)s < sizeof(Scheduler)) return;   // the runtime's block state
+  region_access(s, a, bytes, access, ret);
 }
 
 // An access of N bytes (2, 4, 8 or 16) through an entry point the compiler picks only when the
@@ -1036,7 +1127,7 @@ SIMT_NOSAN __attribute__((noinline, cold)) static void misaligned(const volatile
 }
 
 // The access checks of an entry point for a naturally aligned access of `bytes`.
-SIMT_NOSAN static inline void check_aligned(const volatile void* p, size_t bytes, unsigned access, void* ret) {
+SIMT_NOSAN __attribute__((always_inline)) static inline void check_aligned(const volatile void* p, size_t bytes, unsigned access, void* ret) {
   check_access(p, bytes, access, ret);
   if (__builtin_expect(((uintptr_t)p & (bytes - 1)) != 0, 0)) misaligned(p, bytes, access, ret);
 }
@@ -1143,7 +1234,7 @@ int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, si
   b.grid_dim = uint3{c->grid[0], c->grid[1], c->grid[2]};
   unsigned long long blocks = 1ull * c->grid[0] * c->grid[1] * c->grid[2];
   s->config = c; s->result = r;
-  memset(s->hit_data, 0, sizeof s->hit_data); memset(s->hit_bytes, 0, sizeof s->hit_bytes);
+  memset(s->sites, 0, sizeof s->sites);
   if (c->check_memory && !ensure_shadow(s)) {
     r->code = 2; snprintf(r->message, sizeof r->message, "out of memory for the shared-memory shadow of %zu bytes", s->tls_size);
     return 2;
@@ -1190,11 +1281,27 @@ int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, si
       simt::describe(__VA_ARGS__, &simt::loop<__VA_ARGS__>);
 #define SIMT_KERNEL(name) SIMT_KERNEL_AS(name, &name)
 
-// Kernel-visible built-in variables: fields of the running fiber's header.
-#define threadIdx (::simt::self()->thread_index)
-#define blockIdx (::simt::self()->block_index)
-#define blockDim (::simt::self()->block_dim)
-#define gridDim (::simt::self()->grid_dim)
+// Kernel-visible built-in variables: fields of the running fiber's header, read by an asm
+// load (a plain load would be instrumented: a call into the memory checks per use, to find
+// the thread's own stack). The memory operands keep the load after any store or call, as a
+// plain load would be: a worker runs its threads one after another. One function per
+// variable, so that the offset lint (src/backend/host/lint.rs) knows a thread index and a
+// block size in the SSA dump (`D.5 = simt::thread_index (_1);`) as it knew the loads.
+namespace simt {
+static __forceinline__ uint3 header_load(const uint3& v) {
+  uint3 r;
+  asm("movl %3, %0\n\tmovl %4, %1\n\tmovl %5, %2" : "=&r"(r.x), "=&r"(r.y), "=&r"(r.z) : "m"(v.x), "m"(v.y), "m"(v.z));
+  return r;
+}
+static __forceinline__ uint3 thread_index(const Fiber* f) { return header_load(f->thread_index); }
+static __forceinline__ uint3 block_index(const Fiber* f) { return header_load(f->block_index); }
+static __forceinline__ uint3 block_dim(const Fiber* f) { return header_load(f->block_dim); }
+static __forceinline__ uint3 grid_dim(const Fiber* f) { return header_load(f->grid_dim); }
+}  // namespace simt
+#define threadIdx (::simt::thread_index(::simt::self()))
+#define blockIdx (::simt::block_index(::simt::self()))
+#define blockDim (::simt::block_dim(::simt::self()))
+#define gridDim (::simt::grid_dim(::simt::self()))
 
 // Kernel code keeps a copy of an aggregate whole: GCC's scalar replacement of aggregates would
 // split `float4 v = p[i]` into four 4-byte loads before the instrumentation sees it, and the

@@ -267,10 +267,18 @@ fn block_bounded(left: &str, right: &str, f: &Function) -> bool {
 
 /// Whether `name` is a thread's index in its block or the block's size (`threadIdx.y`,
 /// `blockDim.x`, copies and conversions of them): a product of two such is below 1024 * 1024,
-/// so `int thread = threadIdx.y * blockDim.x + threadIdx.x` can never wrap.
+/// so `int thread = threadIdx.y * blockDim.x + threadIdx.x` can never wrap. The host prelude
+/// reads each built-in whole through a function of its own (`D.5 = simt::thread_index (_1);`,
+/// then `_2 = D.5.y`); a field of the fiber header read in place (`_1->thread_index.y`) counts
+/// too.
 fn within_block(name: &str, f: &Function, depth: usize) -> bool {
     let Some(statement) = f.definitions.get(name).filter(|_| depth < 8) else { return false };
     if statement.rhs.contains("->thread_index.") || statement.rhs.contains("->block_dim.") {
+        return true;
+    }
+    let read = statement.rhs.strip_prefix('[').and_then(|r| r.split_once("] ")).map_or(statement.rhs, |(_, r)| r);
+    let whole = (!read.contains(' ')).then(|| read.rsplit_once('.')).flatten().and_then(|(whole, _)| f.definitions.get(whole));
+    if whole.is_some_and(|w| w.rhs.starts_with("simt::thread_index (") || w.rhs.starts_with("simt::block_dim (")) {
         return true;
     }
     match conversion(statement.rhs) {
@@ -654,6 +662,22 @@ void g (int * out)
         let found = narrow_offsets(dump, "k.hip", source);
         assert_eq!(found.len(), 1, "{found:#?}");
         assert!(found[0].starts_with("k.hip:6: "), "{}", found[0]);
+        // the same, each built-in read whole through the prelude's function of it
+        let whole = dump
+            .replace(
+                "[k.hip:2:20] _2 = [k.hip:2:20] _1->thread_index.y;",
+                "[k.hip:2:20] D.7 = simt::thread_index (_1);\n  [k.hip:2:20] _2 = [k.hip:2:20] D.7.y;",
+            )
+            .replace(
+                "[k.hip:3:30] _3 = [k.hip:3:30] _1->block_dim.x;",
+                "[k.hip:3:30] D.8 = simt::block_dim (_1);\n  [k.hip:3:30] _3 = [k.hip:3:30] D.8.x;",
+            )
+            .replace(
+                "[k.hip:5:30] _5 = [k.hip:5:30] _1->grid_dim.x;",
+                "[k.hip:5:30] D.9 = simt::grid_dim (_1);\n  [k.hip:5:30] _5 = [k.hip:5:30] D.9.x;",
+            );
+        assert_eq!(whole.matches("D.").count(), 6);
+        assert_eq!(narrow_offsets(&whole, "k.hip", source), found);
     }
 
     #[test]

@@ -236,18 +236,15 @@ impl Module for HostModule {
             ThreadOrder::WarpAhead(seed) => (3, seed),
         };
         // each output's last writer per element, for the race check of this launch
-        let mut writers: Vec<(Vec<u64>, Vec<u32>)> = tensors
+        let mut writers: Vec<WriterTable> = tensors
             .iter()
-            .map(|t| {
-                let elements = if t.writable { (t.bytes / t.element_bytes.max(1) as u64) as usize } else { 0 };
-                (vec![0u64; elements], vec![0u32; elements])
-            })
+            .map(|t| WriterTable::take(if t.writable { (t.bytes / t.element_bytes.max(1) as u64) as usize } else { 0 }))
             .collect();
         let mut regions: Vec<SimtRegion> = tensors
             .iter()
             .zip(writers.iter_mut())
             .enumerate()
-            .map(|(index, (t, (stamps, pcs)))| SimtRegion {
+            .map(|(index, (t, WriterTable { stamps, pcs }))| SimtRegion {
                 data: t.data,
                 bytes: t.bytes,
                 guard: t.guard_bytes,
@@ -286,6 +283,8 @@ impl Module for HostModule {
         };
         let workers = self.workers.min(blocks as usize).max(1);
         let results = pool().run(job, workers);
+        drop(regions);
+        writers.into_iter().for_each(WriterTable::give_back);
 
         let mut report = LaunchReport { block_threads: threads as u32, ..LaunchReport::default() };
         let mut first_error: Option<(c_int, String)> = None;
@@ -315,6 +314,56 @@ impl Module for HostModule {
             Some((_, message)) => {
                 Err(EngineError::KernelFault { kernel: kernel.to_string(), source_path: self.source.display_path.clone(), message })
             }
+        }
+    }
+}
+
+/// An output's last writer per element (the stamp the prelude's `region_write` keeps) and
+/// where it wrote. Tables are kept for the next launch: a fresh one per launch was a fresh
+/// mapping of the whole size, page-faulted in one page at a time, which cost more than the
+/// kernel on a large output.
+struct WriterTable {
+    stamps: Vec<u64>,
+    pcs: Vec<u32>,
+}
+
+/// At most this many idle tables are kept (a launch has a few outputs), none of more than
+/// KEPT_WRITER_ELEMENTS (12 bytes each): a rare huge output's table is not held for the run.
+const KEPT_WRITER_TABLES: usize = 8;
+const KEPT_WRITER_ELEMENTS: usize = 1 << 25;
+static WRITER_TABLES: Mutex<Vec<WriterTable>> = Mutex::new(Vec::new());
+
+impl WriterTable {
+    /// A table of `elements` zero stamps (the PCs are read only where a stamp is set).
+    fn take(elements: usize) -> WriterTable {
+        if elements == 0 {
+            return WriterTable { stamps: Vec::new(), pcs: Vec::new() };
+        }
+        let mut kept = WRITER_TABLES.lock().unwrap_or_else(|p| p.into_inner());
+        // the smallest that holds it, else the largest (grown)
+        let fits = |t: &WriterTable| t.stamps.capacity() >= elements;
+        let best = kept
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, t)| (!fits(t), if fits(t) { t.stamps.capacity() } else { usize::MAX - t.stamps.capacity() }))
+            .map(|(i, _)| i);
+        let table = best.map(|i| kept.swap_remove(i));
+        drop(kept);
+        let mut table = table.unwrap_or(WriterTable { stamps: Vec::new(), pcs: Vec::new() });
+        table.stamps.clear();
+        table.stamps.resize(elements, 0);
+        table.pcs.clear();
+        table.pcs.resize(elements, 0);
+        table
+    }
+
+    fn give_back(self) {
+        if self.stamps.capacity() == 0 || self.stamps.capacity() > KEPT_WRITER_ELEMENTS {
+            return;
+        }
+        let mut kept = WRITER_TABLES.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() < KEPT_WRITER_TABLES {
+            kept.push(self);
         }
     }
 }
