@@ -52,6 +52,8 @@ impl DType {
     }
 
     /// Decodes one element from little-endian bytes to f64 (exact for every type here).
+    // inline: called once an element over whole tensors, from the harness crate
+    #[inline]
     pub fn decode(self, bytes: &[u8]) -> f64 {
         match self {
             DType::F32 => f32::from_le_bytes(bytes[..4].try_into().unwrap()) as f64,
@@ -71,6 +73,7 @@ impl DType {
     }
 
     /// Rounds an f64 to this type (to nearest even; integers saturate) and encodes it.
+    #[inline]
     pub fn encode(self, value: f64, out: &mut [u8]) {
         match self {
             DType::F32 => out[..4].copy_from_slice(&(value as f32).to_le_bytes()),
@@ -140,6 +143,7 @@ const BF16_FORMAT: HalfFormat = HalfFormat { mantissa_bits: 7, min_exponent: -12
 /// infinity included, from the f64's bits alone: inputs are encoded element by element, and
 /// this runs for every element of every f16 and bf16 tensor. A NaN goes through f32 as half
 /// converts it (its payload's top bits kept, made quiet).
+#[inline]
 fn round_to_half(value: f64, format: HalfFormat) -> u16 {
     let bits = value.to_bits();
     let sign = ((bits >> 48) & 0x8000) as u16;
