@@ -52,6 +52,8 @@ impl DType {
     }
 
     /// Decodes one element from little-endian bytes to f64 (exact for every type here).
+    // inline: called once an element over whole tensors, from the harness crate
+    #[inline]
     pub fn decode(self, bytes: &[u8]) -> f64 {
         match self {
             DType::F32 => f32::from_le_bytes(bytes[..4].try_into().unwrap()) as f64,
@@ -71,17 +73,14 @@ impl DType {
     }
 
     /// Rounds an f64 to this type (to nearest even; integers saturate) and encodes it.
+    #[inline]
     pub fn encode(self, value: f64, out: &mut [u8]) {
         match self {
             DType::F32 => out[..4].copy_from_slice(&(value as f32).to_le_bytes()),
             // through an exact f32: half's from_f64 rounds some bf16 ties wrongly (0xc0028006 as
             // f64 gives 0xc002, not 0xc003), so the rounding is done here, once, in f64
-            DType::F16 => {
-                out[..2].copy_from_slice(&half::f16::from_f32(round_to_format(value, 10, -14, 15) as f32).to_bits().to_le_bytes())
-            }
-            DType::Bf16 => {
-                out[..2].copy_from_slice(&half::bf16::from_f32(round_to_format(value, 7, -126, 127) as f32).to_bits().to_le_bytes())
-            }
+            DType::F16 => out[..2].copy_from_slice(&round_to_half(value, F16_FORMAT).to_le_bytes()),
+            DType::Bf16 => out[..2].copy_from_slice(&round_to_half(value, BF16_FORMAT).to_le_bytes()),
             DType::I32 => out[..4].copy_from_slice(&(value as i32).to_le_bytes()),
             DType::U32 => out[..4].copy_from_slice(&(value as u32).to_le_bytes()),
             DType::U8 => out[0] = value as u8,
@@ -129,18 +128,56 @@ pub enum GuardSide {
     After,
 }
 
-/// Rounds to nearest even in a binary format with `mantissa_bits` stored bits, smallest
-/// normal exponent `min_exponent` and largest `max_exponent` (subnormals and overflow to
-/// infinity included). The result is exactly representable in that format and in f32.
-fn round_to_format(value: f64, mantissa_bits: i32, min_exponent: i32, max_exponent: i32) -> f64 {
-    if !value.is_finite() || value == 0.0 {
-        return value;
+/// A 16-bit float format: stored mantissa bits and the smallest normal exponent (its bias is
+/// 1 - that; the largest finite exponent is the bias).
+#[derive(Clone, Copy)]
+struct HalfFormat {
+    mantissa_bits: u32,
+    min_exponent: i32,
+}
+
+const F16_FORMAT: HalfFormat = HalfFormat { mantissa_bits: 10, min_exponent: -14 };
+const BF16_FORMAT: HalfFormat = HalfFormat { mantissa_bits: 7, min_exponent: -126 };
+
+/// The bits of `value` rounded to nearest even in a 16-bit format, subnormals and overflow to
+/// infinity included, from the f64's bits alone: inputs are encoded element by element, and
+/// this runs for every element of every f16 and bf16 tensor. A NaN goes through f32 as half
+/// converts it (its payload's top bits kept, made quiet).
+#[inline]
+fn round_to_half(value: f64, format: HalfFormat) -> u16 {
+    let bits = value.to_bits();
+    let sign = ((bits >> 48) & 0x8000) as u16;
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    if biased == 0x7ff {
+        return if value.is_nan() {
+            match format.mantissa_bits {
+                10 => half::f16::from_f32(value as f32).to_bits(),
+                _ => half::bf16::from_f32(value as f32).to_bits(),
+            }
+        } else {
+            sign | infinity_bits(format)
+        };
     }
-    let exponent = (((value.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(min_exponent);
-    let quantum = 2f64.powi(exponent - mantissa_bits);
-    let rounded = (value / quantum).round_ties_even() * quantum;
-    let largest = (2.0 - 2f64.powi(-mantissa_bits)) * 2f64.powi(max_exponent);
-    if rounded.abs() > largest { f64::INFINITY.copysign(value) } else { rounded }
+    // the significand as an integer (an f64 subnormal has no implicit bit and exponent -1022)
+    let fraction = bits & ((1u64 << 52) - 1);
+    let (significand, exponent) = if biased == 0 { (fraction, -1022) } else { (fraction | 1 << 52, biased - 1023) };
+    // the format's quantum at this exponent is 2^(max(exponent, min) - mantissa bits): drop
+    // that many bits more than the f64's 52 and round the rest to nearest, ties to even
+    let shift = (52 - format.mantissa_bits as i32 + (format.min_exponent - exponent).max(0)).min(63) as u32;
+    let kept = significand >> shift;
+    let rest = significand & ((1u64 << shift) - 1);
+    let half_quantum = 1u64 << (shift - 1);
+    let quanta = kept + u64::from(rest > half_quantum || (rest == half_quantum && kept & 1 == 1));
+    // quanta of the binade's (or the subnormals') quantum, stacked on the exponent field: a
+    // carry into the next binade, or past the largest finite value into infinity, falls out
+    let field = ((exponent.max(format.min_exponent) - format.min_exponent) as u64) << format.mantissa_bits;
+    sign | (field + quanta).min(infinity_bits(format) as u64) as u16
+}
+
+/// The bits of +infinity in a 16-bit format.
+fn infinity_bits(format: HalfFormat) -> u16 {
+    let exponent_field = (1 - format.min_exponent) * 2 + 1;
+    (exponent_field as u16) << format.mantissa_bits
 }
 
 impl fmt::Display for DType {
@@ -197,6 +234,110 @@ mod tests {
         assert_eq!(u16::from_le_bytes(b), 0x0001);
         DType::F16.encode(-2f64.powi(-14) * 1.0009765625, &mut b);
         assert_eq!(u16::from_le_bytes(b), 0x8401);
+    }
+}
+
+#[cfg(test)]
+mod rounding_by_bits_against_rounding_in_f64 {
+    use super::*;
+
+    /// The encoding by f64 arithmetic that the bit rounding replaced: its results are the
+    /// reference, bit for bit.
+    fn round_to_format(value: f64, mantissa_bits: i32, min_exponent: i32, max_exponent: i32) -> f64 {
+        if !value.is_finite() || value == 0.0 {
+            return value;
+        }
+        let exponent = (((value.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(min_exponent);
+        let quantum = 2f64.powi(exponent - mantissa_bits);
+        let rounded = (value / quantum).round_ties_even() * quantum;
+        let largest = (2.0 - 2f64.powi(-mantissa_bits)) * 2f64.powi(max_exponent);
+        if rounded.abs() > largest { f64::INFINITY.copysign(value) } else { rounded }
+    }
+
+    fn reference(dtype: DType, value: f64) -> u16 {
+        match dtype {
+            DType::F16 => half::f16::from_f32(round_to_format(value, 10, -14, 15) as f32).to_bits(),
+            _ => half::bf16::from_f32(round_to_format(value, 7, -126, 127) as f32).to_bits(),
+        }
+    }
+
+    fn assert_same(value: f64) {
+        for dtype in [DType::F16, DType::Bf16] {
+            let mut b = [0u8; 2];
+            dtype.encode(value, &mut b);
+            assert_eq!(u16::from_le_bytes(b), reference(dtype, value), "{dtype} of {value:e} ({:#018x})", value.to_bits());
+        }
+    }
+
+    /// Each value and its f64 neighbours, both signs.
+    fn around(value: f64) {
+        for v in [value, -value] {
+            let b = v.to_bits();
+            for d in [-2i64, -1, 0, 1, 2] {
+                assert_same(f64::from_bits(b.wrapping_add(d as u64)));
+            }
+        }
+    }
+
+    #[test]
+    fn every_half_value_its_ties_and_their_neighbours() {
+        // each f16 and bf16 value, the midpoints to the next one (ties) and the f64s beside them
+        for bits in 0..=u16::MAX {
+            for (value, next) in [
+                (half::f16::from_bits(bits).to_f64(), half::f16::from_bits(bits.wrapping_add(1)).to_f64()),
+                (half::bf16::from_bits(bits).to_f64(), half::bf16::from_bits(bits.wrapping_add(1)).to_f64()),
+            ] {
+                around(value);
+                if value.is_finite() && next.is_finite() {
+                    around((value + next) / 2.0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn specials_extremes_and_a_sweep_of_f64_bits() {
+        let specials = [
+            0.0,
+            f64::MIN_POSITIVE,
+            f64::from_bits(1),
+            f64::from_bits(0x000f_ffff_ffff_ffff),
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            f64::from_bits(0x7ff0_0000_0000_0001),
+            f64::from_bits(0x7ff8_dead_beef_0001),
+            f64::from_bits(0xfff4_0000_2000_0000),
+            65504.0,
+            65520.0,
+            2f64.powi(-24),
+            2f64.powi(-25),
+            2f64.powi(-26),
+            2f64.powi(-133),
+            2f64.powi(-134),
+            2f64.powi(-135),
+            half::bf16::MAX.to_f64(),
+            half::bf16::MAX.to_f64() * (1.0 + 2f64.powi(-9)),
+            f32::MAX as f64,
+            f32::MIN_POSITIVE as f64,
+            f32::from_bits(1) as f64,
+        ];
+        for v in specials {
+            around(v);
+        }
+        // every binade of f64, with a spread of mantissas
+        let mut state = 0x1234_5678_9abc_def0u64;
+        for _ in 0..2_000_000 {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            assert_same(f64::from_bits(z));
+            // and one in the formats' own range, where most inputs are
+            let exponent = (z >> 52) % 300;
+            assert_same(f64::from_bits((z & 0x800f_ffff_ffff_ffff) | (exponent + 1023 - 160) << 52));
+        }
     }
 }
 

@@ -108,8 +108,9 @@ pub fn compare(dtype: DType, shape: &[usize], got: &[u8], want: &[f64], toleranc
     let mut abs_sum = 0.0;
     for (i, &w) in want.iter().enumerate() {
         let g = dtype.decode(&got[i * size..]);
+        let rounded = round_to(dtype, w);
         // an overflow to the oracle's own infinity is no error
-        let error = if g.is_infinite() && g == round_to(dtype, w) { 0.0 } else { (g - w).abs() };
+        let error = if g.is_infinite() && g == rounded { 0.0 } else { (g - w).abs() };
         if error.is_finite() {
             abs_sum += error;
             metrics.max_abs_error = metrics.max_abs_error.max(error);
@@ -117,7 +118,7 @@ pub fn compare(dtype: DType, shape: &[usize], got: &[u8], want: &[f64], toleranc
             metrics.max_abs_error = f64::INFINITY;
         }
         // a NaN where the oracle has one is no distance (ulp_distance counts any NaN as the most)
-        let ulp = if g.is_nan() && w.is_nan() { 0 } else { ulp_distance(dtype, g, round_to(dtype, w)) };
+        let ulp = if g.is_nan() && w.is_nan() { 0 } else { ulp_distance(dtype, g, rounded) };
         metrics.max_ulp = metrics.max_ulp.max(ulp);
         if !tolerance.accepts(dtype, g, w) {
             metrics.mismatches += 1;

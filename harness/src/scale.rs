@@ -3,8 +3,11 @@
 //! contract with one does not load. Checked when contracts load, from the oracle's output on
 //! the contract's own cases and inputs (the run's seed), for the records with an atol.
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
+use engine::DType;
 use engine::ops::Role;
 
 use crate::contract::{Contract, ContractError, Record};
@@ -17,6 +20,7 @@ use crate::tolerance::Tolerance;
 pub const ATOL_OF_TYPICAL: f64 = 1e-3;
 
 pub fn check_absolute_tolerances(contract: &Contract, seed: u64) -> Result<(), ContractError> {
+    let mut inputs = Decoded::new();
     for record in &contract.records {
         let bounded: Vec<(&String, f64)> = record
             .tolerances
@@ -29,7 +33,7 @@ pub fn check_absolute_tolerances(contract: &Contract, seed: u64) -> Result<(), C
         if bounded.is_empty() {
             continue;
         }
-        let magnitudes = oracle_magnitudes(contract, record, seed).map_err(|e| ContractError {
+        let magnitudes = oracle_magnitudes(contract, record, seed, &mut inputs).map_err(|e| ContractError {
             file: contract.file.clone(),
             line: contract.op_line,
             key: "reference.oracle".into(),
@@ -56,17 +60,28 @@ pub fn check_absolute_tolerances(contract: &Contract, seed: u64) -> Result<(), C
     Ok(())
 }
 
+/// An input's decoded values by tensor, case, dtype and the record whose own generator made
+/// it (none: the contract's): records of one op that share an input's type share its values.
+type Decoded = HashMap<(&'static str, usize, DType, Option<String>), Arc<Vec<f64>>>;
+
 /// Every finite |value| of every output of the oracle over the cases a host runs.
-fn oracle_magnitudes(contract: &Contract, record: &Record, seed: u64) -> Result<BTreeMap<String, Vec<f64>>, String> {
+fn oracle_magnitudes(contract: &Contract, record: &Record, seed: u64, inputs: &mut Decoded) -> Result<BTreeMap<String, Vec<f64>>, String> {
     let op = contract.op;
     let mut magnitudes: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (index, case) in contract.cases.iter().enumerate().filter(|(_, c)| c.gpu_only.is_none()) {
         let mut values = BTreeMap::new();
         for spec in op.tensors.iter().filter(|t| t.role == Role::Input) {
             let dtype = record.dtypes[spec.name];
-            let bytes =
-                generate_input(contract, record, spec.name, case, tensor_seed(seed, op.name, spec.name, index), Inputs::AsGenerated)?;
-            values.insert(spec.name.to_string(), bytes.chunks(dtype.size()).map(|c| dtype.decode(c)).collect());
+            let own = record.inputs.contains_key(spec.name).then(|| record.name.clone());
+            let decoded = match inputs.entry((spec.name, index, dtype, own)) {
+                Entry::Occupied(kept) => kept.get().clone(),
+                Entry::Vacant(slot) => {
+                    let tensor_seed = tensor_seed(seed, op.name, spec.name, index);
+                    let bytes = generate_input(contract, record, spec.name, case, tensor_seed, Inputs::AsGenerated)?;
+                    slot.insert(Arc::new(bytes.chunks(dtype.size()).map(|c| dtype.decode(c)).collect())).clone()
+                }
+            };
+            values.insert(spec.name.to_string(), decoded.to_vec());
         }
         // the check runs where contracts load: only a named oracle of the harness runs there
         let crate::contract::Reference::Oracle { function, .. } = &contract.reference else { return Ok(magnitudes) };
