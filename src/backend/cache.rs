@@ -8,7 +8,11 @@
 //! entries. Headers in the compiler's own folders are recorded by size and modification
 //! time (their bytes come with the compiler, whose identity is in the key); every other file
 //! by its SHA-256. Artifacts and manifests land by rename from a unique name in the same
-//! folder, so a concurrent reader sees a whole file or none.
+//! folder, so a concurrent reader sees a whole file or none, and the folder can be shared by
+//! every checkout and run of a user (the harness's default). An artifact that names the
+//! checkout it was built in (a compiler's log naming a header by its absolute path, line
+//! tables a prefix map could not reach) would print that checkout's paths from another: such
+//! a build serves its own run and is not recorded.
 
 use std::collections::HashMap;
 use std::fs;
@@ -438,7 +442,7 @@ impl KernelCache {
             entry.artifacts.push((name, digest_hex(&bytes)));
             found.push(Found { path, bytes });
         }
-        if recorded.settled {
+        if recorded.settled && !names_checkout(key, &found) {
             self.add_entry(key, entry)?;
         }
         Ok(found)
@@ -456,6 +460,13 @@ impl KernelCache {
         entries.truncate(ENTRIES_KEPT);
         write_atomically(&path, manifest_text(&entries).as_bytes())
     }
+}
+
+/// Whether an artifact holds the path of the checkout the key was made in.
+fn names_checkout(key: &CacheKey, found: &[Found]) -> bool {
+    let Some(root) = key.root.as_ref().and_then(|r| r.to_str()).filter(|r| r.len() > 1) else { return false };
+    let root = root.as_bytes();
+    found.iter().any(|f| f.bytes.windows(root.len()).any(|w| w == root))
 }
 
 /// Writes `bytes` to a unique name beside `path`, then renames it over `path`.
@@ -677,6 +688,26 @@ mod tests {
         assert!(cache.lookup(&key, 1).is_some(), "rebuilt");
         let names: Vec<String> = fs::read_dir(&cache_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert_eq!(names.len(), 2, "the artifact and the manifest, nothing half-written: {names:?}");
+    }
+
+    #[test]
+    fn an_artifact_naming_its_checkout_is_used_but_not_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        fs::create_dir_all(root.join("kernels")).unwrap();
+        let cache_dir = dir.path().join("cache");
+        let cache = KernelCache::new(&cache_dir);
+        let key = CacheKey::new(&source(&root), b"src", b"", &["cc"], "");
+        let store = |bytes: Vec<u8>| {
+            let build = BuildDir::new(&cache_dir, "test").unwrap();
+            let recorded = record(&key, &Reads::default(), &[], &[], &build);
+            cache.store(&key, recorded, vec![("log", Staged::Bytes(bytes))]).unwrap()
+        };
+        let log = format!("{}/kernels/common.h(12): warning: unused", root.display());
+        assert_eq!(store(log.clone().into_bytes())[0].bytes, log.as_bytes(), "the run that built it has it");
+        assert!(cache.lookup(&key, 1).is_none(), "another checkout would print this one's path");
+        store(b"kernels/common.h(12): warning: unused".to_vec());
+        assert!(cache.lookup(&key, 1).is_some(), "relative names are shared");
     }
 
     #[test]
