@@ -740,7 +740,8 @@ impl Slot {
 /// A new process with a temporary folder of its own, waiting for its first job.
 fn start_fresh(command: &ChildCommand, label: &str) -> Result<Supervised, String> {
     let temp = TempFolder::create().map_err(|e| format!("could not create a temporary folder for its process: {e}"))?;
-    Supervised::start(command, label, Some(temp)).map_err(|e| format!("could not start a child process for it: {}", runner::error_chain(&e)))
+    Supervised::start(command, label, Some(temp))
+        .map_err(|e| format!("could not start a child process for it: {}", runner::error_chain(&e)))
 }
 
 /// A worker of the pool, idle between jobs: every job it served reported cleanly and left
@@ -799,9 +800,11 @@ enum Ending {
 }
 
 /// Runs `records` of the unit in child processes until each has a result: one that did not
-/// come back gets a red result naming why. A child's results are emitted once its process
-/// has ended: one that hangs or dies after its last result puts that result in doubt, and
-/// its last record errors instead.
+/// come back gets a red result naming why. The slot's idle worker takes the job where it can
+/// (and is kept after it, if the job ended cleanly and left the process as it was), else a
+/// fresh process does. Results of a job after which the process ends are emitted once it has
+/// ended: one that hangs or dies after its last result puts that result in doubt, and its
+/// last record errors instead.
 fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResult), slot: &mut Slot, more: &dyn Fn() -> bool) {
     let mut remaining: VecDeque<&Record> = records.into();
     let label = match unit.control {

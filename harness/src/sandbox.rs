@@ -443,22 +443,28 @@ mod tests {
             change(&mut later);
             later.changed_since(&first).expect("a change is seen")
         };
-        assert!(changed(&|s| {
-            s.threads.insert(i32::MAX);
-        })
-        .starts_with("1 thread(s) it did not start with"));
-        assert!(changed(&|s| {
-            s.descriptors.insert((900, "/tmp/x".into()));
-        })
-        .contains("900 -> /tmp/x"));
+        assert!(
+            changed(&|s| {
+                s.threads.insert(i32::MAX);
+            })
+            .starts_with("1 thread(s) it did not start with")
+        );
+        assert!(
+            changed(&|s| {
+                s.descriptors.insert((900, "/tmp/x".into()));
+            })
+            .contains("900 -> /tmp/x")
+        );
         assert!(changed(&|s| s.limits[5].1 = 1).contains("RLIMIT_STACK"));
         assert!(changed(&|s| s.handlers[0].1 = 1).starts_with("the handlers of signal(s) 1 "));
         assert!(changed(&|s| s.environment.push(("KC".into(), "1".into()))).contains("environment"));
         assert!(changed(&|s| s.temp_entries = Some(1)).contains("temporary folder"));
-        assert!(changed(&|s| {
-            s.children.insert(7);
-        })
-        .contains("child process"));
+        assert!(
+            changed(&|s| {
+                s.children.insert(7);
+            })
+            .contains("child process")
+        );
         // the soft address-space and CPU limits are each job's own
         assert!(first.limits.iter().filter(|l| l.0 == "RLIMIT_AS" || l.0 == "RLIMIT_CPU").all(|l| l.1 == 0));
         assert!(mapped_bytes() > 0);
