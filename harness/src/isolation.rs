@@ -1,10 +1,30 @@
 //! Process isolation: each contract's records, and each control, run in a child process of
 //! the `contracts` binary (as cargo-nextest runs each test). A child reports on a result
-//! channel of its own (an inherited pipe on a high file descriptor, each message carrying the
-//! run's random token), never on the standard output its kernels print to; the parent trusts
-//! a child's results once the child has ended cleanly. A child that crashes, runs past its
-//! time limit, calls exit() or loses its device context costs one red record naming the
-//! cause, and what it had left runs again in a fresh process (and so a fresh device context).
+//! channel of its own (an inherited pipe on a high file descriptor, each message carrying its
+//! job's random token), never on the standard output its kernels print to. A child that
+//! crashes, runs past its time limit, calls exit() or loses its device context costs one red
+//! record naming the cause, and what it had left runs again in a fresh process (and so a
+//! fresh device context).
+//!
+//! The children are a pool of workers, `--jobs` at a time, each serving job after job with
+//! one backend (one device context), so that isolation costs next to nothing when nothing
+//! goes wrong. Which jobs share a process, and why:
+//! - a contract's records go to a worker that served only clean contract-record jobs before
+//!   (each job's kernels its own: no library is loaded twice), and the worker is kept after
+//!   the job only when every record reported without error, its limits, threads,
+//!   descriptors, children, signal handlers, environment and temporary folder are as they
+//!   were before its first job (`sandbox::ProcessState`), and no library it loaded runs code
+//!   of its own at exit (a destructor, an atexit handler: the process must end to show how
+//!   that ends, so it ends after that job and its exit is judged as a child's always was);
+//! - a control, the least trusted job there is (planted to misbehave), runs in a process of
+//!   its own that serves nothing else, before or after: what it does to memory no picture of
+//!   the process can see, and a control whose verdict hung on an earlier job's leftovers
+//!   would prove nothing;
+//! - anything that faults, times out, errors or breaks the protocol ends its process, and
+//!   what is left runs in a fresh one.
+//!
+//! Results of a job in a kept worker are trusted once its end is reported and checked; those
+//! of a job after which the process ends, once it has ended cleanly.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
@@ -27,7 +47,7 @@ use crate::exit_guard::EXIT_CALLED_STATUS;
 use crate::gate::{Fault, Gate};
 use crate::processes::{self, ProcessError};
 use crate::runner::{self, CaseDone, CaseWatcher, Event, InputCache, Loaded, RecordResult, RunContext, RunReport, Settings};
-use crate::sandbox::{self, Plan};
+use crate::sandbox::{self, Plan, ProcessState};
 
 /// The file descriptor of the result channel in a child: high, so that nothing a kernel opens
 /// lands on it, and below the usual limit of 1024 open files.
@@ -80,15 +100,15 @@ impl BuildSource {
     }
 }
 
-/// Everything a child is told, as JSON on its standard input.
+/// Everything a child is told of a job, as one line of JSON on its standard input.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct JobRequest {
     pub job: ChildJob,
+    /// Where its messages go (the same descriptor for every job of a worker) and the job's
+    /// own token.
     pub channel: ChannelSpec,
     /// The limits it runs its kernels under (record jobs).
     pub sandbox: Option<Plan>,
-    /// Its own temporary folder (its TMPDIR), which the parent removes after it.
-    pub temp: Option<PathBuf>,
 }
 
 /// Where a child's messages go and the token each carries.
@@ -116,6 +136,22 @@ pub enum ChildMessage {
     },
     /// A case of the record in flight finished (for the parent's progress).
     CaseFinished(CaseDone),
+    /// The job's first record is about to run: what came before is its start-up.
+    Ready,
+    /// The worker cannot run this job and ran none of it (a kernel that would have to be
+    /// built under a sandbox that forbids writing the cache): it goes to a fresh process.
+    Refused(String),
+    /// The job is over and the worker waits for the next.
+    Done(JobEnd),
+}
+
+/// How a worker stands after a job.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct JobEnd {
+    /// Why no later job may run in this process, if one may not.
+    pub refused: Option<String>,
+    /// CPU seconds its hard limit leaves.
+    pub cpu_left: u64,
 }
 
 /// `<token> <json>`: one line.
@@ -160,6 +196,11 @@ impl Channel {
         Ok(Channel { file, token: spec.token.clone() })
     }
 
+    /// The next job's token.
+    fn retoken(&mut self, spec: &ChannelSpec) {
+        self.token = spec.token.clone();
+    }
+
     /// One message, written whole.
     pub fn send(&mut self, message: &ChildMessage) -> io::Result<()> {
         self.file.write_all(&encode(&self.token, message)?)
@@ -171,18 +212,132 @@ impl Channel {
     }
 }
 
-/// The child's side: called by `contracts` when it runs as a child, with the backend it
-/// started from the same flags as its parent. Builds its kernels, then applies its sandbox,
-/// then loads them: no code of a kernel runs before the limits hold. Stops after a record
-/// that errored, so that whatever the error left behind (a lost device context, a worker
-/// stuck in a kernel) never touches the next record: the parent starts a fresh process for
-/// the rest.
+/// The address space earlier jobs may leave mapped in a worker (kernel libraries are never
+/// unloaded; each keeps fiber stacks per block worker) before it is retired.
+const MAX_LEFT_MAPPED: u64 = 16 << 30;
+
+/// What a worker keeps between jobs: whether its sandbox holds, and the picture of the
+/// process its later jobs are checked against.
+#[derive(Default)]
+pub struct WorkerState {
+    sandboxed: bool,
+    /// Its address space when its sandbox was applied.
+    mapped_at_sandbox: u64,
+    first: Option<ProcessState>,
+    /// The folder it may write in (a host worker's temporary folder).
+    temp: Option<PathBuf>,
+}
+
+/// A child's life: its jobs, one line of standard input each, until the input ends. The
+/// backend started once (or why it did not); after each job, how the process stands.
+pub fn serve_worker(
+    backend: Result<(&dyn Backend, Option<&dyn Backend>), String>,
+    settings: &Settings,
+    input: &mut dyn BufRead,
+) -> io::Result<()> {
+    let mut state = WorkerState::default();
+    let mut channel: Option<Channel> = None;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let request: JobRequest = serde_json::from_str(&line).map_err(io::Error::other)?;
+        let channel = match &mut channel {
+            Some(channel) => {
+                channel.retoken(&request.channel);
+                channel
+            }
+            None => channel.insert(Channel::open(&request.channel)?),
+        };
+        let before = mapped_files();
+        match backend {
+            Ok((backend, reference)) => serve(backend, reference, settings, &request, channel, &mut state)?,
+            Err(ref e) => channel.fatal(&format!("the backend did not start in the child process: {e}"))?,
+        }
+        let end = job_end(&mut state, &before, backend.as_ref().is_ok_and(|(b, _)| b.name() == "host"));
+        channel.send(&ChildMessage::Done(end))?;
+    }
+}
+
+/// How the worker stands after a job: whether a later job may run in it.
+fn job_end(state: &mut WorkerState, before: &BTreeSet<PathBuf>, host: bool) -> JobEnd {
+    let cpu_left = sandbox::cpu_seconds_left();
+    let mut refused = || -> Option<String> {
+        if !state.sandboxed {
+            return Some("it never applied its limits".into());
+        }
+        let loaded: Vec<PathBuf> = mapped_files().difference(before).cloned().collect();
+        if let Some(library) = loaded.iter().find(|path| runs_code_at_exit(path)) {
+            return Some(format!("{} runs code of its own at exit: its process ends to show how that ends", library.display()));
+        }
+        let left = sandbox::mapped_bytes().saturating_sub(state.mapped_at_sandbox);
+        if left > MAX_LEFT_MAPPED {
+            return Some(format!("its jobs left {} MiB mapped", left >> 20));
+        }
+        let now = ProcessState::now(state.temp.as_deref());
+        match &state.first {
+            Some(first) => now.changed_since(first),
+            // a GPU backend's driver starts threads and opens files at its first launches:
+            // the first job's end is the picture (a host worker takes it before any kernel loads)
+            None if !host => {
+                state.first = Some(now);
+                None
+            }
+            None => Some("it has no picture of itself".into()),
+        }
+    };
+    JobEnd { refused: refused(), cpu_left }
+}
+
+/// The files mapped into this process (its libraries).
+fn mapped_files() -> BTreeSet<PathBuf> {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return BTreeSet::new() };
+    maps.lines().filter_map(|l| l.split_whitespace().nth(5)).filter(|p| p.starts_with('/')).map(PathBuf::from).collect()
+}
+
+/// Whether an ELF library has code that runs when the process ends: a destructor beyond the
+/// one every library has (`.fini_array` holds the C runtime's), old-style `.dtors`, or a
+/// call that registers one (atexit, a static object's or thread-local's destructor). A file
+/// that cannot be read or parsed counts as one that does.
+fn runs_code_at_exit(path: &Path) -> bool {
+    use object::{Object, ObjectSection};
+    const REGISTERS: [&[u8]; 6] =
+        [b"atexit", b"on_exit", b"__cxa_atexit", b"__cxa_thread_atexit", b"__cxa_thread_atexit_impl", b"pthread_key_create"];
+    let Ok(bytes) = std::fs::read(path) else { return true };
+    if !bytes.starts_with(b"\x7fELF") {
+        // a data file mapped by a library (a locale archive): no code
+        return false;
+    }
+    let Ok(file) = object::File::parse(&*bytes) else { return true };
+    let pointer = if file.is_64() { 8 } else { 4 };
+    if file.section_by_name(".fini_array").is_some_and(|s| s.size() > pointer)
+        || file.section_by_name(".dtors").is_some_and(|s| s.size() > 2 * pointer)
+    {
+        return true;
+    }
+    match file.imports() {
+        Ok(mut imports) => {
+            imports.any(|i| i.map_or(true, |i| matches!(i.name(), object::read::NameOrOrdinal::Name(name) if REGISTERS.contains(&name))))
+        }
+        Err(_) => true,
+    }
+}
+
+/// The child's side of one job, with the backend it started from the same flags as its
+/// parent. Builds its kernels, then applies its sandbox (the job's own soft limits, in a
+/// worker that applied it for an earlier job), then loads them: no code of a kernel runs
+/// before the limits hold. Stops after a record that errored, so that whatever the error
+/// left behind (a lost device context, a worker stuck in a kernel) never touches the next
+/// record: the parent starts a fresh process for the rest.
 pub fn serve(
     backend: &dyn Backend,
     reference: Option<&dyn Backend>,
     settings: &Settings,
     request: &JobRequest,
     channel: &mut Channel,
+    worker: &mut WorkerState,
 ) -> io::Result<()> {
     let root = &settings.root;
     let (contract_path, control_path, records) = match &request.job {
@@ -218,12 +373,34 @@ pub fn serve(
         built.lock().unwrap().insert(builds::key(source), outcome);
     });
     let reference_built = builds::build_reference(settings, &contract);
-    if let Some(plan) = &request.sandbox
-        && let Err(e) = sandbox::apply(plan)
-    {
-        return channel.fatal(&format!("its process could not be sandboxed: {}", runner::error_chain(&e)));
+    let built = built.into_inner().unwrap();
+    if worker.sandboxed && (built.values().any(Result::is_err) || matches!(reference_built, Some(Err(_)))) {
+        // a build that failed here may only have been unable to write the cache: a fresh
+        // process builds it before its limits, and reports what the compiler says
+        return channel.send(&ChildMessage::Refused("a kernel of the job did not build in this process".into()));
     }
-    let modules = runner::load_built(backend, &sources, &built.into_inner().unwrap());
+    if let Some(plan) = &request.sandbox {
+        if worker.sandboxed {
+            let left = sandbox::mapped_bytes().saturating_sub(worker.mapped_at_sandbox);
+            if let Err(e) = sandbox::next_job(plan, left) {
+                return channel.fatal(&format!("its limits could not be set for this job: {}", runner::error_chain(&e)));
+            }
+        } else {
+            if let Err(e) = sandbox::apply(plan) {
+                return channel.fatal(&format!("its process could not be sandboxed: {}", runner::error_chain(&e)));
+            }
+            worker.sandboxed = true;
+            worker.mapped_at_sandbox = sandbox::mapped_bytes();
+            worker.temp = plan.writable.clone();
+            if backend.name() == "host" {
+                // the threads every later job shares, started before the picture is taken
+                engine::backend::host::start_block_workers();
+                rayon::join(|| (), || ());
+                worker.first = Some(ProcessState::now(worker.temp.as_deref()));
+            }
+        }
+    }
+    let modules = runner::load_built(backend, &sources, &built);
     let reference_modules = reference.map(|r| runner::build_all(r, &sources)).unwrap_or_default();
     let loaded = Loaded::of(settings, &contract, control.as_ref(), &modules, reference_built);
     let gates_run = runner::gates_of_run(&runner::gates_for(backend), std::slice::from_ref(&contract));
@@ -242,7 +419,9 @@ pub fn serve(
         on_case: Some(&on_case),
         watcher: Some(&watcher),
     };
+    // each job its own inputs: nothing of an earlier job's reaches a later one's
     let mut inputs = InputCache::default();
+    channel.lock().unwrap().send(&ChildMessage::Ready)?;
     for (i, record) in chosen.into_iter().enumerate() {
         if i > 0
             && let Some(plan) = &request.sandbox
@@ -339,7 +518,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // the record's own child; one still running at the build time limit is not.
     let build_started = Instant::now();
     let sources: Vec<BuildSource> = runner::kernel_sources(settings, &contracts, &controls).iter().map(BuildSource::of).collect();
-    let unbuilt = if sources.is_empty() { HashMap::new() } else { build(command, settings, &sources) };
+    let (unbuilt, built) = if sources.is_empty() { Default::default() } else { build(command, settings, &sources) };
     report.timing.build_seconds = build_started.elapsed().as_secs_f64();
     report.timing.modules_built = sources.len();
 
@@ -363,8 +542,11 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     std::thread::scope(|scope| {
         for _ in 0..settings.jobs.clamp(1, units.len().max(1)) {
             let sender = sender.clone();
-            let (units, next_unit, unbuilt, stopped, large_cases) = (&units, &next_unit, &unbuilt, &stopped, &large_cases);
+            let (units, next_unit, unbuilt, built, stopped, large_cases) = (&units, &next_unit, &unbuilt, &built, &stopped, &large_cases);
             scope.spawn(move || {
+                // this thread's processes between units
+                let mut slot = Slot::default();
+                let more = || next_unit.load(std::sync::atomic::Ordering::Relaxed) < units.len();
                 loop {
                     if stopped.load(std::sync::atomic::Ordering::Relaxed) {
                         break;
@@ -390,15 +572,22 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         }
                         None => {
                             let timeout = time_limit(settings, contract, *control);
-                            let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell };
+                            let keys: HashSet<SourceKey> = sources.iter().map(builds::key).collect();
+                            // a sandboxed worker cannot write the cache: only a job whose every
+                            // build is there already may run in one
+                            let poolable = control.is_none()
+                                && !matches!(contract.reference, crate::contract::Reference::Cpp(_))
+                                && keys.iter().all(|k| built.contains(k));
+                            let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell, keys, poolable };
                             let large =
                                 runner::cases_run_for(contract, &info.arch, *control).iter().any(|i| contract.cases[*i].gpu_only.is_some());
                             let _one_at_a_time = large.then(|| large_cases.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
-                            supervise(&unit, records.clone(), &mut emit);
+                            supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
                         }
                     }
                     let _ = sender.send((index, UnitMessage::Done));
                 }
+                slot.retire();
             });
         }
         drop(sender);
@@ -452,32 +641,40 @@ enum UnitMessage {
 }
 
 /// The build child: every source it did not finish within the build time limit, with why
-/// (the records of those sources are not run: their kernel would hang their children too).
-fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -> HashMap<SourceKey, String> {
+/// (the records of those sources are not run: their kernel would hang their children too),
+/// and every source it built (a sandboxed worker can load those from the cache, where it
+/// could not build one).
+fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -> (HashMap<SourceKey, String>, HashSet<SourceKey>) {
     let limit = Duration::from_secs(settings.build_timeout_seconds.max(1));
     let job = ChildJob::Build { sources: sources.to_vec() };
-    let Ok(mut child) = Supervised::start(command, "build", job, None, None) else {
-        // the record children build what they need, and say what failed
-        return HashMap::new();
-    };
-    let deadline = Instant::now() + limit;
     let mut done: HashSet<SourceKey> = HashSet::new();
+    let mut built = HashSet::new();
+    let started = Supervised::start(command, "build", None);
+    let Ok(mut child) = started.and_then(|mut child| child.send(job, None).map(|()| child)) else {
+        // the record children build what they need, and say what failed
+        return (HashMap::new(), built);
+    };
+    child.close_input();
+    let deadline = Instant::now() + limit;
     loop {
         match child.next(deadline) {
-            Received::Message(ChildMessage::Built { source, symbol, .. }) => {
+            Received::Message(ChildMessage::Built { source, symbol, error }) => {
+                if error.is_none() {
+                    built.insert((source.clone(), symbol.clone()));
+                }
                 done.insert((source, symbol));
             }
             Received::Message(_) => {}
             Received::Ended => {
                 let _ = child.finish();
-                return HashMap::new();
+                return (HashMap::new(), built);
             }
             Received::TimedOut => break,
         }
     }
     child.kill();
     let _ = child.finish();
-    sources
+    let unbuilt = sources
         .iter()
         .filter(|s| !done.contains(&s.key()))
         .map(|s| {
@@ -488,7 +685,8 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -
             );
             (s.key(), why)
         })
-        .collect()
+        .collect();
+    (unbuilt, built)
 }
 
 /// A record's time limit: its control's, else its contract's, else the run's (`--timeout`,
@@ -512,6 +710,62 @@ struct Unit<'a> {
     timeout: Duration,
     /// Progress for the reporting thread.
     tell: &'a dyn Fn(UnitMessage),
+    /// The kernels its process builds and loads.
+    keys: HashSet<SourceKey>,
+    /// Whether it may run in a worker of the pool (before and after other jobs).
+    poolable: bool,
+}
+
+/// The processes of one of the run's `--jobs` threads, between its units.
+#[derive(Default)]
+struct Slot {
+    idle: Option<PoolWorker>,
+    /// A process started ahead, while the last job ran, that has served no job: the next job
+    /// that needs a fresh process takes it, and its start-up is behind it.
+    spare: Option<Supervised>,
+}
+
+impl Slot {
+    fn retire(self) {
+        if let Some(worker) = self.idle {
+            worker.retire();
+        }
+        if let Some(mut spare) = self.spare {
+            spare.kill();
+            let _ = spare.finish();
+        }
+    }
+}
+
+/// A new process with a temporary folder of its own, waiting for its first job.
+fn start_fresh(command: &ChildCommand, label: &str) -> Result<Supervised, String> {
+    let temp = TempFolder::create().map_err(|e| format!("could not create a temporary folder for its process: {e}"))?;
+    Supervised::start(command, label, Some(temp))
+        .map_err(|e| format!("could not start a child process for it: {}", runner::error_chain(&e)))
+}
+
+/// A worker of the pool, idle between jobs: every job it served reported cleanly and left
+/// the process as it found it.
+struct PoolWorker {
+    child: Supervised,
+    /// The kernels its jobs loaded: a library is never loaded by two jobs of one process,
+    /// so no job meets another's module state.
+    loaded: HashSet<SourceKey>,
+    /// CPU seconds its hard limit leaves.
+    cpu_left: u64,
+}
+
+impl PoolWorker {
+    fn can_take(&self, unit: &Unit, plan_cpu: u64) -> bool {
+        unit.poolable && self.loaded.is_disjoint(&unit.keys) && self.cpu_left >= plan_cpu
+    }
+
+    /// Ends an idle worker. Nothing it loaded runs code at exit, and every result it gave is
+    /// reported, so it is not waited for.
+    fn retire(mut self) {
+        self.child.kill();
+        let _ = self.child.finish();
+    }
 }
 
 impl Unit<'_> {
@@ -539,51 +793,109 @@ enum Ending {
     /// It broke the protocol and was killed: the record in flight fails with this, or (None)
     /// goes on in a fresh process.
     Protocol(Option<String>),
+    /// It ran the whole job cleanly and waits for another.
+    Kept(JobEnd),
+    /// It declined the job before running any of it.
+    Refused,
 }
 
 /// Runs `records` of the unit in child processes until each has a result: one that did not
-/// come back gets a red result naming why. A child's results are emitted once its process
-/// has ended: one that hangs or dies after its last result puts that result in doubt, and
-/// its last record errors instead.
-fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResult)) {
+/// come back gets a red result naming why. The slot's idle worker takes the job where it can
+/// (and is kept after it, if the job ended cleanly and left the process as it was), else a
+/// fresh process does. Results of a job after which the process ends are emitted once it has
+/// ended: one that hangs or dies after its last result puts that result in doubt, and its
+/// last record errors instead.
+fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResult), slot: &mut Slot, more: &dyn Fn() -> bool) {
     let mut remaining: VecDeque<&Record> = records.into();
     let label = match unit.control {
         Some(c) => format!("control {}", c.file),
         None => unit.contract.op.name.to_string(),
     };
+    // set when a worker declined the job: the next try is a fresh process
+    let mut fresh_only = false;
     while !remaining.is_empty() {
         (unit.tell)(UnitMessage::Started(remaining[0].name.clone()));
         let asked: Vec<String> = remaining.iter().map(|r| r.name.clone()).collect();
-        let temp = match TempFolder::create() {
-            Ok(temp) => temp,
-            Err(e) => {
-                for record in remaining.drain(..) {
-                    emit(unit.failed(record, None, format!("could not create a temporary folder for its process: {e}"), 0.0));
-                }
-                return;
-            }
-        };
         let timeout_seconds = unit.timeout.as_secs();
-        let plan = Plan::for_job(&unit.info.name, unit.contract, remaining.len(), timeout_seconds, unit.info.workers, temp.path());
-        let mut child = match Supervised::start(unit.command, &label, unit.job(&remaining), Some(plan), Some(temp)) {
-            Ok(child) => child,
-            Err(e) => {
-                let why = format!("could not start a child process for it: {}", runner::error_chain(&e));
-                for record in remaining.drain(..) {
-                    emit(unit.failed(record, None, why.clone(), 0.0));
+        let plan_in = |temp: &Path| {
+            let mut plan = Plan::for_job(&unit.info.name, unit.contract, remaining.len(), timeout_seconds, unit.info.workers, temp);
+            plan.pooled = unit.poolable;
+            plan
+        };
+        let handed = Instant::now();
+        // an idle worker that can take the job, else a fresh process (the idle one waits for
+        // a later job it can take)
+        let reusable = !fresh_only && slot.idle.as_ref().is_some_and(|w| w.can_take(unit, plan_in(Path::new("")).cpu_seconds_needed()));
+        let (mut child, mut loaded) = match slot.idle.take() {
+            Some(worker) if reusable => (worker.child, worker.loaded),
+            idle => {
+                slot.idle = idle;
+                let fresh = match slot.spare.take() {
+                    Some(spare) => Ok(spare),
+                    None => start_fresh(unit.command, &label),
+                };
+                // a control is likely followed by another (they come last, and each takes a
+                // fresh process): the next one's process starts while this one runs
+                if !unit.poolable && more() {
+                    slot.spare = start_fresh(unit.command, "spare").ok();
                 }
-                return;
+                match fresh {
+                    Ok(child) => (child, HashSet::new()),
+                    Err(why) => {
+                        for record in remaining.drain(..) {
+                            emit(unit.failed(record, None, why.clone(), 0.0));
+                        }
+                        return;
+                    }
+                }
             }
         };
+        let temp = child.temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default();
+        if let Err(e) = child.send(unit.job(&remaining), Some(plan_in(&temp))) {
+            child.kill();
+            let _ = child.finish();
+            let why = format!("could not hand its process the job: {}", runner::error_chain(&e));
+            for record in remaining.drain(..) {
+                emit(unit.failed(record, None, why.clone(), 0.0));
+            }
+            return;
+        }
+        if !unit.poolable {
+            // a control's process serves it alone
+            child.close_input();
+        }
+        loaded.extend(unit.keys.iter().cloned());
         let mut pending: Vec<RecordResult> = Vec::new();
-        let mut item_started = Instant::now();
+        let mut item_started = handed;
         let mut case: Option<String> = None;
         let mut stopped_on_error = false;
         let mut fatal: Option<String> = None;
+        let mut startup: Option<f64> = None;
         let ending = loop {
             match child.next(item_started + unit.timeout) {
                 Received::Message(ChildMessage::Case(c)) => case = Some(c),
                 Received::Message(ChildMessage::CaseFinished(done)) => (unit.tell)(UnitMessage::Case(done)),
+                Received::Message(ChildMessage::Ready) => {
+                    startup.get_or_insert(handed.elapsed().as_secs_f64());
+                }
+                Received::Message(ChildMessage::Refused(_)) if pending.is_empty() && fatal.is_none() => break Ending::Refused,
+                Received::Message(ChildMessage::Refused(why)) => {
+                    break Ending::Protocol(Some(format!("its process declined the job after running some of it: {why}")));
+                }
+                Received::Message(ChildMessage::Done(end)) => {
+                    let clean = child.stdin.is_some()
+                        && remaining.is_empty()
+                        && !stopped_on_error
+                        && fatal.is_none()
+                        && child.foreign == 0
+                        && end.refused.is_none()
+                        && pending.iter().all(|r| r.error.is_none());
+                    if clean {
+                        break Ending::Kept(end);
+                    }
+                    // it ends now, and its results count once it has ended cleanly
+                    child.close_input();
+                }
                 Received::Message(ChildMessage::Result(result)) => {
                     let name = result.record.clone();
                     if let Some(first) = pending.iter_mut().find(|r| r.record == name) {
@@ -604,6 +916,10 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                         break Ending::Protocol(Some(format!("its process reported record `{name}` while `{front}` was running")));
                     }
                     let mut result = *result;
+                    if let Some(seconds) = startup.take() {
+                        result.phases.startup += seconds;
+                        result.seconds += seconds;
+                    }
                     result.notes.extend(child.take_note());
                     remaining.pop_front();
                     stopped_on_error = result.error.is_some() || (unit.settings.fail_fast && result.red());
@@ -619,6 +935,31 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                 Received::Ended => break Ending::Exited,
                 Received::TimedOut => break Ending::TimedOut,
             }
+        };
+        let ending = match ending {
+            Ending::Kept(end) => {
+                // what its kernels forked and left (reparented to this process) ends with the job
+                processes::end_orphans();
+                if let Some(last) = pending.last_mut() {
+                    last.notes.extend(child.take_note());
+                }
+                let red = pending.iter().any(RecordResult::red);
+                pending.into_iter().for_each(&mut *emit);
+                if let Some(idle) = slot.idle.replace(PoolWorker { child, loaded, cpu_left: end.cpu_left }) {
+                    idle.retire();
+                }
+                if red && unit.settings.fail_fast {
+                    return;
+                }
+                continue;
+            }
+            Ending::Refused => {
+                child.kill();
+                let _ = child.finish();
+                fresh_only = true;
+                continue;
+            }
+            other => other,
         };
         if !matches!(ending, Ending::Exited) {
             child.kill();
@@ -650,6 +991,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                 Some((Some(Fault::Timeout), format!("timed out after {timeout_seconds} s{place}: its process was killed")))
             }
             (Ending::Protocol(why), _) => why.map(|why| (None, why)),
+            (Ending::Kept(_) | Ending::Refused, _) => unreachable!("a kept or declining worker was dealt with above"),
             (Ending::Exited, Ok(status)) if status.success() && (at_exit || stopped_on_error) => None,
             (Ending::Exited, Ok(status)) => {
                 let (fault, cause) = end_cause(status);
@@ -798,6 +1140,10 @@ struct Tail {
 }
 
 impl Tail {
+    fn clear(&mut self) {
+        *self = Tail::default();
+    }
+
     fn push(&mut self, chunk: &[u8]) {
         let kept = &chunk[chunk.len().saturating_sub(TAIL_BYTES)..];
         self.cut |= kept.len() < chunk.len();
@@ -842,7 +1188,10 @@ enum Received {
 /// output and error drained into bounded tails, and its exit waited for.
 struct Supervised {
     pid: i32,
+    /// The token of the job in hand.
     token: String,
+    /// Where its jobs go; closed when no job follows.
+    stdin: Option<std::process::ChildStdin>,
     notes: Receiver<Note>,
     stdout: Arc<Mutex<Tail>>,
     stderr: Arc<Mutex<Tail>>,
@@ -854,7 +1203,7 @@ struct Supervised {
     foreign: usize,
     first_foreign: Option<String>,
     noted: usize,
-    _temp: Option<TempFolder>,
+    temp: Option<TempFolder>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -866,22 +1215,13 @@ enum StartError {
 }
 
 impl Supervised {
-    fn start(
-        command: &ChildCommand,
-        label: &str,
-        job: ChildJob,
-        sandbox: Option<Plan>,
-        temp: Option<TempFolder>,
-    ) -> Result<Supervised, StartError> {
-        let token = random_token().map_err(StartError::Channel)?;
+    /// A child waiting for its first job, with `temp` as its temporary folder (its TMPDIR).
+    fn start(command: &ChildCommand, label: &str, temp: Option<TempFolder>) -> Result<Supervised, StartError> {
         let (read_end, write_end) = pipe().map_err(StartError::Channel)?;
-        let request = JobRequest {
-            job,
-            channel: ChannelSpec { fd: CHANNEL_FD, token: token.clone() },
-            sandbox,
-            temp: temp.as_ref().map(|t| t.0.clone()),
-        };
         let mut process = Command::new(&command.program);
+        if let Some(temp) = &temp {
+            process.env("TMPDIR", temp.path());
+        }
         process
             .args(&command.args)
             .arg(CHILD_FLAG)
@@ -905,11 +1245,7 @@ impl Supervised {
         // the parent's copy of the write end closes, so the channel ends with the child's
         drop(write_end);
         let pid = child.id() as i32;
-        let job = serde_json::to_vec(&request).map_err(|e| StartError::Channel(io::Error::other(e)))?;
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        // a child that dies before reading its job is seen by its exit status
-        let _ = stdin.write_all(&job);
-        drop(stdin);
+        let stdin = child.stdin.take().expect("stdin is piped");
 
         let (note_sender, notes) = mpsc::channel();
         read_channel(File::from(read_end), note_sender.clone());
@@ -923,7 +1259,8 @@ impl Supervised {
         });
         Ok(Supervised {
             pid,
-            token,
+            token: String::new(),
+            stdin: Some(stdin),
             notes,
             stdout,
             stderr,
@@ -934,8 +1271,29 @@ impl Supervised {
             foreign: 0,
             first_foreign: None,
             noted: 0,
-            _temp: temp,
+            temp,
         })
+    }
+
+    /// Hands the child a job under a token of its own: messages of an earlier job no longer
+    /// count. The output tails start afresh, so an error shows what this job printed.
+    fn send(&mut self, job: ChildJob, sandbox: Option<Plan>) -> Result<(), StartError> {
+        self.token = random_token().map_err(StartError::Channel)?;
+        let request = JobRequest { job, channel: ChannelSpec { fd: CHANNEL_FD, token: self.token.clone() }, sandbox };
+        let mut line = serde_json::to_vec(&request).map_err(|e| StartError::Channel(io::Error::other(e)))?;
+        line.push(b'\n');
+        self.stdout.lock().unwrap().clear();
+        self.stderr.lock().unwrap().clear();
+        // a child that dies before reading its job is seen by its exit status
+        if let Some(stdin) = &mut self.stdin {
+            let _ = stdin.write_all(&line);
+        }
+        Ok(())
+    }
+
+    /// No job follows: the child ends after the one it has.
+    fn close_input(&mut self) {
+        self.stdin = None;
     }
 
     /// The next message, the end of the child (its process ended and its channel read to the

@@ -1,6 +1,6 @@
 //! Where a record's time goes: each case's wall time split into the phases of `run_case`
-//! (inputs, copies to and from the device, launches, oracle, gates), summed per record, and
-//! the `--timings` table that ranks records by them.
+//! (inputs, copies to and from the device, launches, oracle, gates), summed per record, the
+//! start-up of the process that ran it, and the `--timings` table that ranks records by them.
 
 use std::time::Instant;
 
@@ -21,6 +21,12 @@ pub struct Phases {
     pub oracle: f64,
     /// Every comparison: repeats, the oracle's tolerance, non-finite outputs, guard bands.
     pub gates: f64,
+    /// From the job being handed to a process (a new one: its start, its backend's; a worker
+    /// of the pool: none of that) to its first record starting: loading the contract, the
+    /// cache lookups, the limits, loading the kernels. Charged to the job's first record;
+    /// 0 for a run in process.
+    #[serde(default)]
+    pub startup: f64,
 }
 
 impl Phases {
@@ -31,14 +37,15 @@ impl Phases {
         self.download += other.download;
         self.oracle += other.oracle;
         self.gates += other.gates;
+        self.startup += other.startup;
     }
 
     pub fn total(&self) -> f64 {
-        self.inputs + self.upload + self.launches + self.download + self.oracle + self.gates
+        self.inputs + self.upload + self.launches + self.download + self.oracle + self.gates + self.startup
     }
 
-    fn columns(&self) -> [f64; 6] {
-        [self.inputs, self.upload, self.launches, self.download, self.oracle, self.gates]
+    fn columns(&self) -> [f64; 7] {
+        [self.startup, self.inputs, self.upload, self.launches, self.download, self.oracle, self.gates]
     }
 }
 
@@ -59,11 +66,11 @@ impl Lap {
     }
 }
 
-const HEADINGS: [&str; 6] = ["inputs", "upload", "launches", "download", "oracle", "gates"];
+const HEADINGS: [&str; 7] = ["start-up", "inputs", "upload", "launches", "download", "oracle", "gates"];
 
 /// The `--timings` table: the run's builds, then every record and control by its wall time
 /// (the slowest first, at most `rows`), each split into its phases; `other` is what the
-/// phases do not hold (the record's process starting, its module loading, live limits).
+/// phases do not hold (live limits, the results' way back).
 pub fn timings_table(run: &RunReport, rows: usize) -> Vec<String> {
     let mut lines = vec![format!(
         "timings: {:.2} s in all, kernel builds {:.2} s ({} modules), records and controls {:.2} s",
@@ -109,8 +116,8 @@ mod tests {
         let second = lap.take();
         assert!(first >= 0.005 && second < first, "{first} {second}");
         let mut a = Phases { inputs: 1.0, gates: 2.0, ..Phases::default() };
-        a.add(&Phases { inputs: 0.5, oracle: 0.25, ..Phases::default() });
-        assert_eq!(a, Phases { inputs: 1.5, oracle: 0.25, gates: 2.0, ..Phases::default() });
-        assert_eq!(a.total(), 3.75);
+        a.add(&Phases { inputs: 0.5, oracle: 0.25, startup: 0.125, ..Phases::default() });
+        assert_eq!(a, Phases { inputs: 1.5, oracle: 0.25, gates: 2.0, startup: 0.125, ..Phases::default() });
+        assert_eq!(a.total(), 3.875);
     }
 }

@@ -2,7 +2,12 @@
 //! host backend, where Linux has Landlock, a file system it can only read but for its own
 //! temporary folder. They stop accidents (a runaway allocation, a stray write, a leak of file
 //! descriptors), not a kernel that sets out to escape: see the README's security model.
+//! A worker of the pool serves job after job under one sandbox: each job gets its own soft
+//! limits, and `ProcessState` is what the process must still look like after a job for a
+//! later one to run in it.
 
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +33,11 @@ pub const OPEN_FILES: u64 = 256;
 /// CPU seconds a record may use beyond its time limit times its threads (start-up, the oracle).
 const CPU_SLACK_SECONDS: u64 = 10;
 
+/// The hard CPU limit of a worker that may serve several jobs, from its first job on: hard
+/// limits can only go down, so it covers the worker's life, and the parent retires a worker
+/// before a job whose records' limits would not fit under what is left of it.
+pub const WORKER_CPU_SECONDS: u64 = 3600;
+
 /// What a child applies to itself after its kernels are built and before any is loaded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -38,6 +48,10 @@ pub struct Plan {
     /// slack; the soft limit is moved on before each record, the hard one covers the job.
     pub cpu_seconds_per_record: u64,
     pub records: u64,
+    /// A process that may serve later jobs (a worker of the pool): its hard limits are set for
+    /// its life (CPU: `WORKER_CPU_SECONDS`; address space: left as it was, so that each later
+    /// job's soft limit can be its own), and only the soft ones are the job's.
+    pub pooled: bool,
     /// RLIMIT_FSIZE 0: a write to any file kills the process (SIGXFSZ).
     pub no_file_writes: bool,
     pub open_files: Option<u64>,
@@ -54,7 +68,15 @@ impl Plan {
         let cpu_seconds_per_record = time_limit_seconds.saturating_mul(workers).saturating_add(CPU_SLACK_SECONDS);
         if backend != "host" {
             // the GPU drivers need their device files, large mappings and caches of their own
-            return Plan { address_space: None, cpu_seconds_per_record, records, no_file_writes: false, open_files: None, writable: None };
+            return Plan {
+                address_space: None,
+                cpu_seconds_per_record,
+                records,
+                pooled: false,
+                no_file_writes: false,
+                open_files: None,
+                writable: None,
+            };
         }
         let address_space =
             ADDRESS_SPACE_BASE + workers * ADDRESS_SPACE_PER_WORKER + planned_bytes(contract).saturating_mul(PLANNED_BYTES_FACTOR);
@@ -62,6 +84,7 @@ impl Plan {
             address_space: Some(address_space),
             cpu_seconds_per_record,
             records,
+            pooled: false,
             no_file_writes: true,
             open_files: Some(OPEN_FILES),
             writable: Some(temp.to_path_buf()),
@@ -116,13 +139,23 @@ pub enum FileSystem {
     NotAsked,
 }
 
+impl Plan {
+    /// CPU seconds the job's records may use in all, with the slack: a pooled worker takes no
+    /// job that needs more than its hard limit leaves.
+    pub fn cpu_seconds_needed(&self) -> u64 {
+        self.cpu_seconds_per_record.saturating_mul(self.records).saturating_add(CPU_SLACK_SECONDS)
+    }
+}
+
 /// Applies the rlimits, then Landlock. Called in the child, after building and before loading.
 pub fn apply(plan: &Plan) -> Result<FileSystem, SandboxError> {
     if let Some(bytes) = plan.address_space {
-        set_limit(libc::RLIMIT_AS, "RLIMIT_AS", bytes, bytes)?;
+        let hard = if plan.pooled { current_limit(libc::RLIMIT_AS).1 } else { bytes };
+        set_limit(libc::RLIMIT_AS, "RLIMIT_AS", bytes, hard)?;
     }
-    let hard = plan.cpu_seconds_per_record.saturating_mul(plan.records).saturating_add(CPU_SLACK_SECONDS);
-    set_limit(libc::RLIMIT_CPU, "RLIMIT_CPU", cpu_seconds_used() + plan.cpu_seconds_per_record, hard)?;
+    let used = cpu_seconds_used();
+    let hard = if plan.pooled { used.saturating_add(WORKER_CPU_SECONDS.max(plan.cpu_seconds_needed())) } else { plan.cpu_seconds_needed() };
+    set_limit(libc::RLIMIT_CPU, "RLIMIT_CPU", used + plan.cpu_seconds_per_record, hard)?;
     if plan.no_file_writes {
         set_limit(libc::RLIMIT_FSIZE, "RLIMIT_FSIZE", 0, 0)?;
     }
@@ -140,6 +173,24 @@ pub fn next_record(plan: &Plan) -> Result<(), SandboxError> {
     let soft = cpu_seconds_used() + plan.cpu_seconds_per_record;
     let hard = current_limit(libc::RLIMIT_CPU).1;
     set_limit(libc::RLIMIT_CPU, "RLIMIT_CPU", soft.min(hard), hard)
+}
+
+/// A later job of a worker already sandboxed: the job's own soft limits under the hard ones
+/// its first job set. Its address space is the plan's plus what earlier jobs left mapped
+/// (`left_mapped` bytes: their kernel libraries, never unloaded, and fiber stacks), so it
+/// has the room a fresh process would; its CPU time starts from now. The file-size and
+/// open-files limits and Landlock hold for the process's life, unchanged.
+pub fn next_job(plan: &Plan, left_mapped: u64) -> Result<(), SandboxError> {
+    if let Some(bytes) = plan.address_space {
+        let hard = current_limit(libc::RLIMIT_AS).1;
+        set_limit(libc::RLIMIT_AS, "RLIMIT_AS", bytes.saturating_add(left_mapped), hard)?;
+    }
+    next_record(plan)
+}
+
+/// CPU seconds the process may still use under its hard limit.
+pub fn cpu_seconds_left() -> u64 {
+    current_limit(libc::RLIMIT_CPU).1.saturating_sub(cpu_seconds_used())
 }
 
 fn cpu_seconds_used() -> u64 {
@@ -207,6 +258,157 @@ pub fn landlock_abi() -> i64 {
     version.max(0)
 }
 
+/// The rlimits a job could change, each named.
+const LIMITS: [(libc::__rlimit_resource_t, &str); 11] = [
+    (libc::RLIMIT_AS, "RLIMIT_AS"),
+    (libc::RLIMIT_CPU, "RLIMIT_CPU"),
+    (libc::RLIMIT_FSIZE, "RLIMIT_FSIZE"),
+    (libc::RLIMIT_NOFILE, "RLIMIT_NOFILE"),
+    (libc::RLIMIT_CORE, "RLIMIT_CORE"),
+    (libc::RLIMIT_STACK, "RLIMIT_STACK"),
+    (libc::RLIMIT_DATA, "RLIMIT_DATA"),
+    (libc::RLIMIT_NPROC, "RLIMIT_NPROC"),
+    (libc::RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK"),
+    (libc::RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING"),
+    (libc::RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE"),
+];
+
+/// What a worker's process is, as far as a job can change it and a later job could notice:
+/// its threads (one left spinning), open descriptors, child processes, rlimits, signal
+/// handlers and mask, environment, working folder, umask and what its temporary folder
+/// holds. Taken after a job and compared with the worker's first picture, any difference
+/// retires the worker. Memory a kernel scribbled on is not in it: no picture can hold it, so
+/// the jobs most likely to do that (controls, and anything that faulted) never share a
+/// process with a later job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessState {
+    threads: BTreeSet<i32>,
+    descriptors: BTreeSet<(i32, String)>,
+    children: BTreeSet<i32>,
+    /// (resource, soft, hard); the soft address-space and CPU limits are each job's own and
+    /// are left out.
+    limits: Vec<(&'static str, u64, u64)>,
+    /// Each signal's handler and flags.
+    handlers: Vec<(i32, usize, i32)>,
+    blocked: Vec<i32>,
+    environment: Vec<(OsString, OsString)>,
+    folder: Option<PathBuf>,
+    umask: Option<String>,
+    temp_entries: Option<usize>,
+}
+
+impl ProcessState {
+    /// The process as it is now; `temp` is the folder whose entries count (a host worker's
+    /// temporary folder, the only one it may write in).
+    pub fn now(temp: Option<&Path>) -> ProcessState {
+        let numbers = |dir: &str| -> BTreeSet<i32> {
+            std::fs::read_dir(dir).map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()).unwrap_or_default()
+        };
+        let threads = numbers("/proc/self/task");
+        let descriptors = std::fs::read_dir("/proc/self/fd")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| {
+                        let fd = e.file_name().to_str()?.parse().ok()?;
+                        let target = std::fs::read_link(e.path()).ok()?.display().to_string();
+                        // the listing's own descriptor
+                        (!target.starts_with("/proc/")).then_some((fd, target))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let children = threads
+            .iter()
+            .filter_map(|t| std::fs::read_to_string(format!("/proc/self/task/{t}/children")).ok())
+            .flat_map(|text| text.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<i32>>())
+            .collect();
+        let limits = LIMITS
+            .iter()
+            .map(|&(resource, name)| {
+                let (soft, hard) = current_limit(resource);
+                let soft = if resource == libc::RLIMIT_AS || resource == libc::RLIMIT_CPU { 0 } else { soft };
+                (name, soft, hard)
+            })
+            .collect();
+        let handlers = (1..libc::SIGRTMAX())
+            .filter(|&signal| signal != libc::SIGKILL && signal != libc::SIGSTOP)
+            .filter_map(|signal| {
+                // SAFETY: sigaction with a null new action only reads the current one into `old`.
+                let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+                let read = unsafe { libc::sigaction(signal, std::ptr::null(), &mut old) };
+                (read == 0).then_some((signal, old.sa_sigaction, old.sa_flags))
+            })
+            .collect();
+        // SAFETY: a null new set only reads this thread's mask into `mask`; sigismember reads it.
+        let blocked = unsafe {
+            let mut mask: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask);
+            (1..libc::SIGRTMAX()).filter(|&s| libc::sigismember(&mask, s) == 1).collect()
+        };
+        let mut environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        environment.sort();
+        let umask =
+            std::fs::read_to_string("/proc/self/status").ok().and_then(|s| s.lines().find(|l| l.starts_with("Umask:")).map(str::to_string));
+        ProcessState {
+            threads,
+            descriptors,
+            children,
+            limits,
+            handlers,
+            blocked,
+            environment,
+            folder: std::env::current_dir().ok(),
+            umask,
+            temp_entries: temp.map(|t| std::fs::read_dir(t).map(|d| d.count()).unwrap_or(usize::MAX)),
+        }
+    }
+
+    /// Why this picture, taken after a job, differs from `first`; None: it does not.
+    pub fn changed_since(&self, first: &ProcessState) -> Option<String> {
+        let added = |now: &BTreeSet<i32>, then: &BTreeSet<i32>| now.difference(then).count();
+        let why = if self.threads != first.threads {
+            format!(
+                "{} thread(s) it did not start with, {} of its own gone",
+                added(&self.threads, &first.threads),
+                added(&first.threads, &self.threads)
+            )
+        } else if self.descriptors != first.descriptors {
+            let new: Vec<String> = self.descriptors.difference(&first.descriptors).map(|(fd, to)| format!("{fd} -> {to}")).collect();
+            format!("its open file descriptors changed ({})", if new.is_empty() { "some closed".to_string() } else { new.join(", ") })
+        } else if self.children != first.children {
+            format!("{} child process(es) still running", self.children.len())
+        } else if self.limits != first.limits {
+            let changed: Vec<&str> = self.limits.iter().zip(&first.limits).filter(|(a, b)| a != b).map(|(a, _)| a.0).collect();
+            format!("its limits changed ({})", changed.join(", "))
+        } else if self.handlers != first.handlers {
+            let changed: Vec<String> =
+                self.handlers.iter().zip(&first.handlers).filter(|(a, b)| a != b).map(|(a, _)| a.0.to_string()).collect();
+            format!("the handlers of signal(s) {} changed", changed.join(", "))
+        } else if self.blocked != first.blocked {
+            "its blocked signals changed".to_string()
+        } else if self.environment != first.environment {
+            "its environment changed".to_string()
+        } else if self.folder != first.folder {
+            "its working folder changed".to_string()
+        } else if self.umask != first.umask {
+            "its umask changed".to_string()
+        } else if self.temp_entries != first.temp_entries {
+            "its temporary folder holds what it did not".to_string()
+        } else {
+            return None;
+        };
+        Some(why)
+    }
+}
+
+/// The bytes the process's address space spans now (`VmSize`).
+pub fn mapped_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmSize:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()))
+        .map_or(0, |kb| kb << 10)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,6 +431,43 @@ mod tests {
         assert_eq!(host.address_space, Some(ADDRESS_SPACE_BASE + 2 * ADDRESS_SPACE_PER_WORKER + planned * PLANNED_BYTES_FACTOR));
         let gpu = Plan::for_job("cuda", &tf_add, 3, 30, 2, temp);
         assert_eq!((gpu.address_space, gpu.no_file_writes, gpu.open_files, gpu.writable), (None, false, None, None));
+    }
+
+    #[test]
+    fn a_picture_of_the_process_names_what_a_job_left_changed() {
+        let first = ProcessState::now(None);
+        assert_eq!(first.changed_since(&first), None);
+        assert!(!first.threads.is_empty(), "{first:?}");
+        let changed = |change: &dyn Fn(&mut ProcessState)| {
+            let mut later = first.clone();
+            change(&mut later);
+            later.changed_since(&first).expect("a change is seen")
+        };
+        assert!(
+            changed(&|s| {
+                s.threads.insert(i32::MAX);
+            })
+            .starts_with("1 thread(s) it did not start with")
+        );
+        assert!(
+            changed(&|s| {
+                s.descriptors.insert((900, "/tmp/x".into()));
+            })
+            .contains("900 -> /tmp/x")
+        );
+        assert!(changed(&|s| s.limits[5].1 = 1).contains("RLIMIT_STACK"));
+        assert!(changed(&|s| s.handlers[0].1 = 1).starts_with("the handlers of signal(s) 1 "));
+        assert!(changed(&|s| s.environment.push(("KC".into(), "1".into()))).contains("environment"));
+        assert!(changed(&|s| s.temp_entries = Some(1)).contains("temporary folder"));
+        assert!(
+            changed(&|s| {
+                s.children.insert(7);
+            })
+            .contains("child process")
+        );
+        // the soft address-space and CPU limits are each job's own
+        assert!(first.limits.iter().filter(|l| l.0 == "RLIMIT_AS" || l.0 == "RLIMIT_CPU").all(|l| l.1 == 0));
+        assert!(mapped_bytes() > 0);
     }
 
     #[test]

@@ -594,7 +594,7 @@ fn timings_split_each_records_time_into_phases_in_the_table_and_the_report() {
     assert_eq!(code, 0, "{lines:?}\n{stderr}");
     let table = lines.iter().position(|l| l.starts_with("timings: ")).expect("a timings table");
     let header = &lines[table + 1];
-    for phase in ["inputs", "upload", "launches", "download", "oracle", "gates", "other"] {
+    for phase in ["start-up", "inputs", "upload", "launches", "download", "oracle", "gates", "other"] {
         assert!(header.contains(phase), "{header}");
     }
     let rows: Vec<_> = lines[table + 2..].iter().take_while(|l| !l.starts_with("ran ")).collect();
@@ -605,7 +605,11 @@ fn timings_split_each_records_time_into_phases_in_the_table_and_the_report() {
     for record in json["records"].as_array().unwrap() {
         let phases = &record["phases"];
         assert!(phases["launches"].as_f64().unwrap() > 0.0 && phases["gates"].as_f64().unwrap() > 0.0, "{record}");
-        let summed: f64 = ["inputs", "upload", "launches", "download", "oracle", "gates"].iter().map(|p| phases[p].as_f64().unwrap()).sum();
+        let summed: f64 =
+            ["startup", "inputs", "upload", "launches", "download", "oracle", "gates"].iter().map(|p| phases[p].as_f64().unwrap()).sum();
         assert!(summed <= record["seconds"].as_f64().unwrap() + 1e-3, "phases sum past the record's wall time: {record}");
     }
+    // the job's first record carries its process's start-up
+    let records = json["records"].as_array().unwrap();
+    assert!(records[0]["phases"]["startup"].as_f64().unwrap() > 0.0, "{}", records[0]);
 }

@@ -8,7 +8,11 @@
 //! entries. Headers in the compiler's own folders are recorded by size and modification
 //! time (their bytes come with the compiler, whose identity is in the key); every other file
 //! by its SHA-256. Artifacts and manifests land by rename from a unique name in the same
-//! folder, so a concurrent reader sees a whole file or none.
+//! folder, so a concurrent reader sees a whole file or none, and the folder can be shared by
+//! every checkout and run of a user (the harness's default). An artifact that names the
+//! checkout it was built in (a compiler's log naming a header by its absolute path, line
+//! tables a prefix map could not reach, a string of the source) would print that checkout's
+//! paths from another: its entry names the checkout, and serves it alone.
 
 use std::collections::HashMap;
 use std::fs;
@@ -152,6 +156,12 @@ impl CacheKey {
         Some(format!("{mark}{text}"))
     }
 
+    /// The checkout's path as text, `/` at its end; none for the file system's root or a
+    /// path a manifest line cannot hold.
+    fn root_text(&self) -> Option<String> {
+        self.root.as_ref()?.to_str().filter(|r| r.len() > 1 && !r.contains('\n')).map(str::to_string)
+    }
+
     fn resolve(&self, stored: &str) -> Option<PathBuf> {
         match stored.split_at_checked(2)? {
             ("r:", relative) => Some(self.root.as_ref()?.join(relative)),
@@ -171,6 +181,9 @@ enum Dependency {
     System { path: String, len: u64, modified: i64, modified_ns: i64 },
     /// A name the build looked for and did not find: creating it changes what is read.
     Absent { path: String },
+    /// The checkout the build was made in, for an artifact that names it: the entry serves
+    /// that checkout alone, so no other prints its paths.
+    Checkout { path: String },
 }
 
 impl Dependency {
@@ -179,6 +192,7 @@ impl Dependency {
             Dependency::Content { path, sha256 } => format!("content {sha256} {path}"),
             Dependency::System { path, len, modified, modified_ns } => format!("system {len} {modified}.{modified_ns} {path}"),
             Dependency::Absent { path } => format!("absent {path}"),
+            Dependency::Checkout { path } => format!("checkout {path}"),
         }
     }
 
@@ -201,6 +215,7 @@ impl Dependency {
                 })
             }
             "absent" => Some(Dependency::Absent { path: rest.into() }),
+            "checkout" => Some(Dependency::Checkout { path: rest.into() }),
             _ => None,
         }
     }
@@ -218,6 +233,7 @@ impl Dependency {
             Dependency::Absent { path } => {
                 key.resolve(path).is_some_and(|p| matches!(fs::symlink_metadata(p), Err(e) if e.kind() == ErrorKind::NotFound))
             }
+            Dependency::Checkout { path } => key.root_text().as_ref() == Some(path),
         }
     }
 }
@@ -420,21 +436,27 @@ impl KernelCache {
     /// when nothing read changed during the build, records them in the key's manifest.
     pub fn store(&self, key: &CacheKey, recorded: Recorded, artifacts: Vec<(&str, Staged)>) -> Result<Vec<Found>, EngineError> {
         let mut entry = Entry { artifacts: Vec::new(), dependencies: recorded.dependencies };
+        let mut read = Vec::new();
+        for (extension, staged) in artifacts {
+            let bytes = match &staged {
+                Staged::File(file) => fs::read(file).map_err(|e| EngineError::Cache { path: file.clone(), source: e })?,
+                Staged::Bytes(bytes) => bytes.clone(),
+            };
+            read.push((extension, staged, bytes));
+        }
+        // an artifact that names its checkout (a compiler's log naming a header by its
+        // absolute path, a string of the source) is this checkout's alone
+        if let Some(root) = key.root_text().filter(|root| read.iter().any(|(_, _, bytes)| contains(bytes, root.as_bytes()))) {
+            entry.dependencies.push(Dependency::Checkout { path: root });
+        }
         let mut found = Vec::new();
-        for (index, (extension, staged)) in artifacts.into_iter().enumerate() {
+        for (index, (extension, staged, bytes)) in read.into_iter().enumerate() {
             let name = key.artifact_name(&entry.dependencies, index, extension);
             let path = self.dir.join(&name);
-            let bytes = match staged {
-                Staged::File(file) => {
-                    let bytes = fs::read(&file).map_err(|e| EngineError::Cache { path: file.clone(), source: e })?;
-                    fs::rename(&file, &path).map_err(|e| EngineError::Cache { path: path.clone(), source: e })?;
-                    bytes
-                }
-                Staged::Bytes(bytes) => {
-                    write_atomically(&path, &bytes)?;
-                    bytes
-                }
-            };
+            match staged {
+                Staged::File(file) => fs::rename(&file, &path).map_err(|e| EngineError::Cache { path: path.clone(), source: e })?,
+                Staged::Bytes(_) => write_atomically(&path, &bytes)?,
+            }
             entry.artifacts.push((name, digest_hex(&bytes)));
             found.push(Found { path, bytes });
         }
@@ -456,6 +478,10 @@ impl KernelCache {
         entries.truncate(ENTRIES_KEPT);
         write_atomically(&path, manifest_text(&entries).as_bytes())
     }
+}
+
+fn contains(bytes: &[u8], part: &[u8]) -> bool {
+    !part.is_empty() && bytes.windows(part.len()).any(|w| w == part)
 }
 
 /// Writes `bytes` to a unique name beside `path`, then renames it over `path`.
@@ -677,6 +703,28 @@ mod tests {
         assert!(cache.lookup(&key, 1).is_some(), "rebuilt");
         let names: Vec<String> = fs::read_dir(&cache_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert_eq!(names.len(), 2, "the artifact and the manifest, nothing half-written: {names:?}");
+    }
+
+    #[test]
+    fn an_artifact_naming_its_checkout_serves_that_checkout_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, copy) = (dir.path().join("repo"), dir.path().join("copy"));
+        let cache_dir = dir.path().join("cache");
+        let cache = KernelCache::new(&cache_dir);
+        let key = CacheKey::new(&source(&root), b"src", b"", &["cc"], "");
+        let key_of_copy = CacheKey::new(&source(&copy), b"src", b"", &["cc"], "");
+        assert_eq!(key.digest, key_of_copy.digest);
+        let store = |bytes: Vec<u8>| {
+            let build = BuildDir::new(&cache_dir, "test").unwrap();
+            let recorded = record(&key, &Reads::default(), &[], &[], &build);
+            cache.store(&key, recorded, vec![("log", Staged::Bytes(bytes))]).unwrap()
+        };
+        let log = format!("{}/kernels/common.h(12): warning: unused", root.display());
+        assert_eq!(store(log.clone().into_bytes())[0].bytes, log.as_bytes());
+        assert_eq!(cache.lookup(&key, 1).expect("its own checkout's")[0].bytes, log.as_bytes());
+        assert!(cache.lookup(&key_of_copy, 1).is_none(), "another checkout would print this one's path");
+        store(b"kernels/common.h(12): warning: unused".to_vec());
+        assert!(cache.lookup(&key_of_copy, 1).is_some(), "relative names are shared");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use engine::backend::host::{HostBackend, HostOptions, worker_count};
 use engine::backend::preludes::Preludes;
 use engine::backend::static_checks::{StaticCheckOptions, StaticChecked};
 use engine::backend::{Backend, StaticCompiler};
-use harness::isolation::{self, BackendInfo, ChildCommand, JobRequest};
+use harness::isolation::{self, BackendInfo, ChildCommand};
 use harness::replay::Replay;
 use harness::report::{self, Summary};
 use harness::reporters::dump::DumpReporter;
@@ -114,8 +114,9 @@ struct Flags {
     /// Host backend: warp size, 32 (gfx1201 wave32, NVIDIA) or 64.
     #[arg(long, global = true, default_value_t = 32)]
     warp_size: u32,
-    /// Where built kernels are cached (default: <root>/target/kernel-cache); it must be a
-    /// folder this run can write in.
+    /// Where built kernels are cached (default: $KERNEL_CONTRACTS_CACHE, else
+    /// $XDG_CACHE_HOME/kernel-contracts, else ~/.cache/kernel-contracts, shared by every
+    /// checkout); it must be a folder this run can write in.
     #[arg(long, global = true)]
     cache_dir: Option<PathBuf>,
     /// A limit problem (live figures that differ from the recorded ones) fails the record.
@@ -279,9 +280,19 @@ fn check_only(only: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The kernel cache folder every backend of the run builds into.
+/// The kernel cache folder every backend of the run builds into: `--cache-dir`, else the
+/// user's cache shared by every checkout and run (entries are keyed by what a build reads,
+/// never by where the checkout lies), else, with no home to put it in, the repository's
+/// `target/kernel-cache`.
 fn cache_dir(flags: &Flags, root: &Path) -> PathBuf {
-    flags.cache_dir.clone().unwrap_or_else(|| root.join("target/kernel-cache"))
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from).filter(|p| p.is_absolute());
+    flags
+        .cache_dir
+        .clone()
+        .or_else(|| env("KERNEL_CONTRACTS_CACHE"))
+        .or_else(|| env("XDG_CACHE_HOME").map(|dir| dir.join("kernel-contracts")))
+        .or_else(|| env("HOME").map(|home| home.join(".cache/kernel-contracts")))
+        .unwrap_or_else(|| root.join("target/kernel-cache"))
 }
 
 /// The backends' preludes and HIP header shims: the kernels folder's own, else the copies
@@ -382,9 +393,8 @@ fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi
     if let Some(workers) = flags.workers {
         pair("--workers", workers.to_string().into());
     }
-    if let Some(cache_dir) = &flags.cache_dir {
-        pair("--cache-dir", cache_dir.clone().into());
-    }
+    // the folder the parent resolved, whatever the child's environment says
+    pair("--cache-dir", settings.cache_dir.clone().into());
     if flags.strict_limits {
         args.push("--strict-limits".into());
     }
@@ -451,38 +461,27 @@ fn reference_host(flags: &Flags, settings: &Settings) -> Result<Option<HostBacke
     Ok(Some(HostBackend::new(options).context("--compare-host: starting the host backend")?))
 }
 
-/// A child of a run: its job from standard input, its messages on the result channel the
-/// job names.
+/// A child of a run: its backend started before its first job arrives, then its jobs from
+/// standard input, one a line, each reported on the result channel the job names, until the
+/// parent closes the input. Its temporary folder (TMPDIR) is set by the parent.
 fn run_child(flags: &Flags) -> i32 {
     let parent = std::env::var("KERNEL_CONTRACTS_PARENT").ok().and_then(|p| p.parse().ok()).unwrap_or(0);
     isolation::prepare_child_process(parent);
     let outcome = (|| -> Result<()> {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading the job")?;
-        let request: JobRequest = serde_json::from_str(&text).context("reading the job")?;
-        if let Some(temp) = &request.temp {
-            // SAFETY: no other thread exists yet in this process to read the environment
-            unsafe { std::env::set_var("TMPDIR", temp) };
-        }
         exit_guard::arm(
             "contracts (child): the process ended before its job was done: a kernel or library called exit() (or a panic above)",
             None,
         );
-        let mut channel = isolation::Channel::open(&request.channel).context("opening the result channel")?;
         let root = flags.root.clone().context("a child is given --root")?;
         // the ops its contract replaces are defined by the other contracts
         harness::contract::define_data_ops(&flags.contracts.clone().unwrap_or_else(|| root.join("contracts")));
         let settings = settings(flags, &root, true);
         let started = backend(flags, &root).and_then(|(backend, _)| Ok((backend, reference_host(flags, &settings)?)));
-        match started {
-            Ok((backend, reference)) => {
-                let reference = reference.as_ref().map(|r| r as &dyn Backend);
-                isolation::serve(backend.as_ref(), reference, &settings, &request, &mut channel).context("reporting to the parent")?
-            }
-            Err(e) => channel
-                .fatal(&format!("the backend did not start in the child process: {}", runner::error_chain(e.as_ref())))
-                .context("reporting to the parent")?,
-        }
+        let started = match &started {
+            Ok((backend, reference)) => Ok((backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend))),
+            Err(e) => Err(runner::error_chain(e.as_ref())),
+        };
+        isolation::serve_worker(started, &settings, &mut std::io::stdin().lock()).context("serving the parent's jobs")?;
         Ok(())
     })();
     exit_guard::disarm();

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 pub use compile::{BuildMode, Built, CoverageNotes, GCOV_STRIP_ALL, HostCompiler, StaticFindings};
-pub use runtime::worker_count;
+pub use runtime::{start_block_workers, worker_count};
 
 use crate::EngineError;
 use crate::backend::{Backend, DeviceBuffer, GemmBf16, KernelSource, LaunchReport, Module};

@@ -451,6 +451,13 @@ pub fn worker_count() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Starts the block worker threads now rather than at the first launch, and gives their
+/// count: a process that serves job after job (the harness's workers) takes its picture of
+/// which threads are its own after they exist.
+pub fn start_block_workers() -> usize {
+    pool().senders.len()
+}
+
 fn pool() -> &'static WorkerPool {
     static POOL: OnceLock<WorkerPool> = OnceLock::new();
     POOL.get_or_init(|| {
