@@ -9,6 +9,8 @@ mod common;
 
 use std::sync::Arc;
 
+use common::measure::{self, Measure};
+use criterion::measurement::Measurement;
 use criterion::{Criterion, SamplingMode, Throughput};
 use engine::DType;
 use engine::backend::host::worker_count;
@@ -78,32 +80,45 @@ fn scale_add(a: &[f32], b: &[f32], y: &mut [f32]) {
     }
 }
 
+struct Elementwise {
+    buffers: Buffers,
+    one: Arc<dyn Module>,
+    all: Arc<dyn Module>,
+    cores: usize,
+}
+
+impl Measure for Elementwise {
+    fn run<M: Measurement + 'static>(self, mut c: Criterion<M>) {
+        let Elementwise { buffers, one, all, cores } = self;
+        let mut group = c.benchmark_group(measure::group("elementwise"));
+        group.throughput(Throughput::Elements(buffers.n as u64)).sampling_mode(SamplingMode::Flat).sample_size(10);
+        group.bench_function("native, 1 thread", |b| b.iter(|| buffers.native(1)));
+        group.bench_function("host checked, 1 worker", |b| b.iter(|| buffers.launch(one.as_ref(), true)));
+        group.bench_function("host unwatched, 1 worker", |b| b.iter(|| buffers.launch(one.as_ref(), false)));
+        group.bench_function(format!("native, {cores} threads"), |b| b.iter(|| buffers.native(cores)));
+        group.bench_function(format!("host checked, {cores} workers"), |b| b.iter(|| buffers.launch(all.as_ref(), true)));
+        group.finish();
+        c.final_summary();
+    }
+}
+
 fn main() {
-    let Some(one) = common::host(1) else { return };
+    let Some(backend_one) = common::host(1) else { return };
     let cores = worker_count();
-    let all = common::host(cores).expect("the compiler was found a moment ago");
-    let (module_one, module_all): (Arc<dyn Module>, Arc<dyn Module>) = (common::module(&one), common::module(&all));
-    if !common::measuring() {
+    let backend_all = common::host(cores).expect("the compiler was found a moment ago");
+    let (one, all) = (common::module(&backend_one), common::module(&backend_all));
+    if !measure::measuring() {
         // once, small: the host launch writes what the native loop does, bit for bit
-        let mut buffers = Buffers::new(&one, 3 * BLOCK as usize + 17);
+        let mut buffers = Buffers::new(&backend_one, 3 * BLOCK as usize + 17);
         buffers.native(1);
         let native = buffers.y.read().unwrap();
-        for (module, watched) in [(&module_one, true), (&module_one, false), (&module_all, true)] {
+        for (module, watched) in [(&one, true), (&one, false), (&all, true)] {
             buffers.y.write(&vec![0xff; native.len()]).unwrap();
             buffers.launch(module.as_ref(), watched);
             assert_eq!(buffers.y.read().unwrap(), native, "watched {watched}");
         }
         return;
     }
-    let buffers = Buffers::new(&one, ELEMENTS);
-    let mut c = Criterion::default().configure_from_args();
-    let mut group = c.benchmark_group("elementwise");
-    group.throughput(Throughput::Elements(ELEMENTS as u64)).sampling_mode(SamplingMode::Flat).sample_size(10);
-    group.bench_function("native, 1 thread", |b| b.iter(|| buffers.native(1)));
-    group.bench_function("host checked, 1 worker", |b| b.iter(|| buffers.launch(module_one.as_ref(), true)));
-    group.bench_function("host unwatched, 1 worker", |b| b.iter(|| buffers.launch(module_one.as_ref(), false)));
-    group.bench_function(format!("native, {cores} threads"), |b| b.iter(|| buffers.native(cores)));
-    group.bench_function(format!("host checked, {cores} workers"), |b| b.iter(|| buffers.launch(module_all.as_ref(), true)));
-    group.finish();
-    c.final_summary();
+    let buffers = Buffers::new(&backend_one, ELEMENTS);
+    measure::criterion(Elementwise { buffers, one, all, cores });
 }

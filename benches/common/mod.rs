@@ -1,6 +1,7 @@
-//! What the engine's benches share: the host backend over `benches/kernels/bench.hip`, and
-//! whether this run measures (`cargo bench` passes `--bench`) or only runs each bench once,
-//! small, as `cargo test` does to keep them working.
+//! What the engine's benches share: how they measure, and the host backend over
+//! `benches/kernels/bench.hip`.
+
+pub mod measure;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,11 +9,6 @@ use std::sync::Arc;
 use engine::EngineError;
 use engine::backend::host::{HostBackend, HostOptions};
 use engine::backend::{Backend, KernelSource, Module};
-
-/// `cargo bench` runs a bench binary with `--bench`; `cargo test` without it.
-pub fn measuring() -> bool {
-    std::env::args().any(|a| a == "--bench")
-}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use criterion::measurement::Measurement;
 use criterion::{Criterion, SamplingMode, Throughput};
 use engine::backend::{Backend, DeviceBuffer, KernelSource, Module};
 use engine::tensor::{GUARD_BYTES, Tensor};
@@ -13,6 +14,11 @@ use engine::{DType, EngineError};
 use harness::gates;
 use harness::runner::output_poison;
 use harness::tolerance::Tolerance;
+
+#[path = "../../benches/common/measure.rs"]
+mod measure;
+
+use measure::Measure;
 
 const ELEMENTS: usize = 4 << 20;
 const LAUNCHES: usize = 3;
@@ -111,8 +117,39 @@ fn guard_scan(tensor: &Tensor) {
     assert_eq!(tensor.guard_damage().unwrap(), None);
 }
 
+struct Checks {
+    output: Output,
+    tensor: Tensor,
+}
+
+impl Measure for Checks {
+    fn run<M: Measurement + 'static>(self, mut c: Criterion<M>) {
+        let Checks { output, tensor } = self;
+        let source = output.launches[0].clone();
+        let mut copy = vec![0u8; source.len()];
+        let bands = vec![0x5au8; 2 * GUARD_BYTES];
+        let mut bands_copy = vec![0u8; bands.len()];
+
+        let mut group = c.benchmark_group(measure::group("checks"));
+        group.throughput(Throughput::Bytes(source.len() as u64)).sampling_mode(SamplingMode::Flat).sample_size(10);
+        group.bench_function("memcpy", |b| b.iter(|| copy.copy_from_slice(std::hint::black_box(&source))));
+        group.bench_function("nonfinite", |b| b.iter(|| output.nonfinite()));
+        group.bench_function("repeat", |b| b.iter(|| output.repeat()));
+        group.bench_function("compare", |b| b.iter(|| output.compare()));
+        group.bench_function("all three", |b| b.iter(|| output.all()));
+        group.finish();
+
+        let mut group = c.benchmark_group(measure::group("guard bands"));
+        group.throughput(Throughput::Bytes(bands.len() as u64));
+        group.bench_function("memcpy", |b| b.iter(|| bands_copy.copy_from_slice(std::hint::black_box(&bands))));
+        group.bench_function("guard_damage", |b| b.iter(|| guard_scan(&tensor)));
+        group.finish();
+        c.final_summary();
+    }
+}
+
 fn main() {
-    let measuring = std::env::args().any(|a| a == "--bench");
+    let measuring = measure::measuring();
     let n = if measuring { ELEMENTS } else { 1000 };
     let output = Output::new(n);
     let tensor = Tensor::allocate(&Memory, DType::F32, &[n]).unwrap();
@@ -122,25 +159,5 @@ fn main() {
         guard_scan(&tensor);
         return;
     }
-    let source = output.launches[0].clone();
-    let mut copy = vec![0u8; source.len()];
-    let bands = vec![0x5au8; 2 * GUARD_BYTES];
-    let mut bands_copy = vec![0u8; bands.len()];
-
-    let mut c = Criterion::default().configure_from_args();
-    let mut group = c.benchmark_group("checks");
-    group.throughput(Throughput::Bytes(source.len() as u64)).sampling_mode(SamplingMode::Flat).sample_size(10);
-    group.bench_function("memcpy", |b| b.iter(|| copy.copy_from_slice(std::hint::black_box(&source))));
-    group.bench_function("nonfinite", |b| b.iter(|| output.nonfinite()));
-    group.bench_function("repeat", |b| b.iter(|| output.repeat()));
-    group.bench_function("compare", |b| b.iter(|| output.compare()));
-    group.bench_function("all three", |b| b.iter(|| output.all()));
-    group.finish();
-
-    let mut group = c.benchmark_group("guard bands");
-    group.throughput(Throughput::Bytes(bands.len() as u64));
-    group.bench_function("memcpy", |b| b.iter(|| bands_copy.copy_from_slice(std::hint::black_box(&bands))));
-    group.bench_function("guard_damage", |b| b.iter(|| guard_scan(&tensor)));
-    group.finish();
-    c.final_summary();
+    measure::criterion(Checks { output, tensor });
 }

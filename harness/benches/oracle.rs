@@ -4,9 +4,15 @@
 
 use std::collections::BTreeMap;
 
+use criterion::measurement::Measurement;
 use criterion::{Criterion, SamplingMode, Throughput};
 use engine::shape_expr::Symbols;
 use harness::oracle::{self, OracleInput};
+
+#[path = "../../benches/common/measure.rs"]
+mod measure;
+
+use measure::Measure;
 
 const ROWS: usize = 1024;
 const K: usize = 4096;
@@ -55,21 +61,27 @@ fn calls(rows: usize, k: usize) -> [Call; 2] {
     ]
 }
 
+struct Oracles;
+
+impl Measure for Oracles {
+    fn run<M: Measurement + 'static>(self, mut c: Criterion<M>) {
+        let mut group = c.benchmark_group(measure::group("oracle"));
+        group.throughput(Throughput::Elements((ROWS * K) as u64)).sampling_mode(SamplingMode::Flat).sample_size(10);
+        for call in calls(ROWS, K) {
+            group.bench_function(call.name, |b| b.iter(|| call.run()));
+        }
+        group.finish();
+        c.final_summary();
+    }
+}
+
 fn main() {
-    let measuring = std::env::args().any(|a| a == "--bench");
-    if !measuring {
+    if !measure::measuring() {
         // `cargo test`: once, small
         let [rms, softmax] = calls(3, 512);
         assert_eq!(rms.run(), 3 * 512);
         assert_eq!(softmax.run(), 2 * 3 * 2);
         return;
     }
-    let mut c = Criterion::default().configure_from_args();
-    let mut group = c.benchmark_group("oracle");
-    group.throughput(Throughput::Elements((ROWS * K) as u64)).sampling_mode(SamplingMode::Flat).sample_size(10);
-    for call in calls(ROWS, K) {
-        group.bench_function(call.name, |b| b.iter(|| call.run()));
-    }
-    group.finish();
-    c.final_summary();
+    measure::criterion(Oracles);
 }
