@@ -1,0 +1,87 @@
+//! An oracle's throughput, in input elements per second: rms_norm over 1024 rows of 4096,
+//! and softmax_stats over as many scores in tiles of 256, as the runner calls them (on
+//! inputs already decoded to f64).
+
+use std::collections::BTreeMap;
+
+use criterion::measurement::Measurement;
+use criterion::{Criterion, SamplingMode, Throughput};
+use engine::shape_expr::Symbols;
+use harness::oracle::{self, OracleInput};
+
+#[path = "../../benches/common/measure.rs"]
+mod measure;
+
+use measure::Measure;
+
+const ROWS: usize = 1024;
+const K: usize = 4096;
+
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 8.0
+        })
+        .collect()
+}
+
+struct Call {
+    name: &'static str,
+    symbols: Symbols,
+    params: BTreeMap<String, f64>,
+    inputs: BTreeMap<String, Vec<f64>>,
+}
+
+impl Call {
+    fn run(&self) -> usize {
+        let oracle = oracle::find(self.name).expect("an oracle of the harness");
+        let input = OracleInput { symbols: &self.symbols, params: &self.params, inputs: &self.inputs };
+        let outputs = oracle(&input).unwrap_or_else(|e| panic!("{}: {e}", self.name));
+        outputs.values().map(Vec::len).sum()
+    }
+}
+
+fn calls(rows: usize, k: usize) -> [Call; 2] {
+    let symbols = |pairs: &[(&str, usize)]| pairs.iter().map(|(n, v)| (n.to_string(), *v as i64)).collect();
+    [
+        Call {
+            name: "rms_norm",
+            symbols: symbols(&[("rows", rows), ("k", k)]),
+            params: [("eps".to_string(), 1e-6)].into(),
+            inputs: [("x".to_string(), values(rows * k, 1)), ("weight".to_string(), values(k, 2))].into(),
+        },
+        Call {
+            name: "softmax_stats",
+            symbols: symbols(&[("rows", rows), ("keys", k), ("tile", 256)]),
+            params: BTreeMap::new(),
+            inputs: [("scores".to_string(), values(rows * k, 3))].into(),
+        },
+    ]
+}
+
+struct Oracles;
+
+impl Measure for Oracles {
+    fn run<M: Measurement + 'static>(self, mut c: Criterion<M>) {
+        let mut group = c.benchmark_group(measure::group("oracle"));
+        group.throughput(Throughput::Elements((ROWS * K) as u64)).sampling_mode(SamplingMode::Flat).sample_size(10);
+        for call in calls(ROWS, K) {
+            group.bench_function(call.name, |b| b.iter(|| call.run()));
+        }
+        group.finish();
+        c.final_summary();
+    }
+}
+
+fn main() {
+    if !measure::measuring() {
+        // `cargo test`: once, small
+        let [rms, softmax] = calls(3, 512);
+        assert_eq!(rms.run(), 3 * 512);
+        assert_eq!(softmax.run(), 2 * 3 * 2);
+        return;
+    }
+    measure::criterion(Oracles);
+}
