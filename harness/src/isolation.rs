@@ -1493,7 +1493,7 @@ mod tests {
         assert_eq!(time_limit(&settings, &contract, None), Duration::from_secs(90));
         let control =
             Control::load(&settings.controls_dir.join("faults/never_returns.toml"), "never_returns.toml", &settings.root).unwrap();
-        assert_eq!(time_limit(&settings, &contract, Some(&control)), Duration::from_secs(3));
+        assert_eq!(time_limit(&settings, &contract, Some(&control)), Duration::from_secs(1));
     }
 
     #[test]

@@ -408,7 +408,7 @@ fn fault_controls_go_red_with_their_cause_and_every_other_record_reads_as_withou
     let crash = with.iter().find(|l| l.contains("(one store lands 2^40 elements past the output)")).expect(&output);
     assert!(crash.contains(" red at crash as planted: crashed: SIGSEGV in case {"), "{crash}");
     let hang = with.iter().find(|l| l.contains("(the first thread spins on a flag that nothing ever sets)")).expect(&output);
-    assert!(hang.contains(" red at timeout as planted: timed out after 3 s in case {"), "{hang}");
+    assert!(hang.contains(" red at timeout as planted: timed out after 1 s in case {"), "{hang}");
 
     let controls = dir.path().join("controls");
     copy_dir(&root().join("controls"), &controls);
