@@ -4,13 +4,11 @@
 //! tensor (its two 64 KiB bands), each beside `copy_from_slice` of as many bytes. The bytes
 //! counted are the output's (or the bands'), once, whatever each check reads besides.
 
-use std::sync::Arc;
-
 use criterion::measurement::Measurement;
 use criterion::{Criterion, SamplingMode, Throughput};
-use engine::backend::{Backend, DeviceBuffer, KernelSource, Module};
+use engine::DType;
+use engine::backend::memory::Memory;
 use engine::tensor::{GUARD_BYTES, Tensor};
-use engine::{DType, EngineError};
 use harness::gates;
 use harness::runner::output_poison;
 use harness::tolerance::Tolerance;
@@ -22,46 +20,6 @@ use measure::Measure;
 
 const ELEMENTS: usize = 4 << 20;
 const LAUNCHES: usize = 3;
-
-/// Device buffers in host memory, as the host backend's are, without its compiler.
-struct Memory;
-
-struct Buffer(Vec<u8>);
-
-impl DeviceBuffer for Buffer {
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn device_address(&self) -> u64 {
-        self.0.as_ptr() as u64
-    }
-    fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError> {
-        self.0[offset..offset + bytes.len()].copy_from_slice(bytes);
-        Ok(())
-    }
-    fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
-        bytes.copy_from_slice(&self.0[offset..offset + bytes.len()]);
-        Ok(())
-    }
-}
-
-impl Backend for Memory {
-    fn name(&self) -> &'static str {
-        "memory"
-    }
-    fn arch(&self) -> String {
-        String::new()
-    }
-    fn toolchain(&self) -> String {
-        String::new()
-    }
-    fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
-        Ok(Box::new(Buffer(vec![0; bytes])))
-    }
-    fn load_module(&self, _: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
-        Err(EngineError::Buffer("no modules here".into()))
-    }
-}
 
 /// One output of a passing case: the oracle's values, each launch's bytes (the oracle's
 /// values in f32, the same every launch), and each launch's poison.

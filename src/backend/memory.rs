@@ -1,4 +1,4 @@
-//! A backend for unit tests: device buffers in plain host memory (a buffer's device address is
+//! A backend for unit tests and the harness's benches: device buffers in plain host memory (a buffer's device address is
 //! its host address, so a test module can read what a launch was given), and no modules.
 
 use std::sync::Arc;

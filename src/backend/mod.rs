@@ -5,8 +5,8 @@ pub mod cache;
 pub mod cuda;
 pub mod hip;
 pub mod host;
-#[cfg(test)]
-pub(crate) mod memory;
+#[doc(hidden)]
+pub mod memory;
 pub mod preludes;
 pub mod static_checks;
 pub mod symbols;
