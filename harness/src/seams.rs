@@ -390,44 +390,7 @@ mod tests {
 
     /// Buffers in host memory, at their real addresses, so a launcher written in Rust can
     /// compute a tiny op in place.
-    struct Memory;
-
-    struct Bytes(Box<[u8]>);
-
-    impl engine::backend::DeviceBuffer for Bytes {
-        fn len(&self) -> usize {
-            self.0.len()
-        }
-        fn device_address(&self) -> u64 {
-            self.0.as_ptr() as u64
-        }
-        fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), engine::EngineError> {
-            self.0[offset..offset + bytes.len()].copy_from_slice(bytes);
-            Ok(())
-        }
-        fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), engine::EngineError> {
-            bytes.copy_from_slice(&self.0[offset..offset + bytes.len()]);
-            Ok(())
-        }
-    }
-
-    impl Backend for Memory {
-        fn name(&self) -> &'static str {
-            "memory"
-        }
-        fn arch(&self) -> String {
-            "memory".into()
-        }
-        fn toolchain(&self) -> String {
-            String::new()
-        }
-        fn allocate(&self, bytes: usize) -> Result<Box<dyn engine::backend::DeviceBuffer>, engine::EngineError> {
-            Ok(Box::new(Bytes(vec![0; bytes].into_boxed_slice())))
-        }
-        fn load_module(&self, _: &engine::backend::KernelSource) -> Result<Arc<dyn Module>, engine::EngineError> {
-            Err(engine::EngineError::Buffer("no modules here".into()))
-        }
-    }
+    use engine::backend::memory::Memory;
 
     /// out[r, j] = x[r, j] * w[j], plus, with `blocked` = 1, a millionth of the launch's row
     /// count: a row's bits then depend on how many rows came with it.
