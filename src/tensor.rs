@@ -102,6 +102,15 @@ impl Tensor {
         Ok(out)
     }
 
+    /// Bytes `first_byte..first_byte + out.len()` of the data, into `out` (a slice of a large
+    /// tensor into a buffer the caller reuses).
+    pub fn read_part(&self, first_byte: usize, out: &mut [u8]) -> Result<(), EngineError> {
+        if first_byte.checked_add(out.len()).is_none_or(|end| end > self.bytes()) {
+            return Err(EngineError::Buffer(format!("reading {} bytes from byte {first_byte} of a tensor of {}", out.len(), self.bytes())));
+        }
+        self.buffer.read(GUARD_BYTES + first_byte, out)
+    }
+
     /// The first overwritten guard element, before or after the data, and how many differ.
     pub fn guard_damage(&self) -> Result<Option<GuardDamage>, EngineError> {
         let size = self.dtype.size();
@@ -182,6 +191,17 @@ mod tests {
         let widened = (u16::from_le_bytes(element(&half, -1).try_into().unwrap()) as u32) << 16;
         store(&mut out, -2, &widened.to_le_bytes());
         assert_eq!(out.guard_damage().unwrap(), Some(GuardDamage { first_element: -2, elements: 1 }));
+    }
+
+    #[test]
+    fn a_part_read_is_those_bytes_of_the_data_and_never_past_it() {
+        let mut t = Tensor::allocate(&Memory, DType::U8, &[6]).unwrap();
+        t.write(&[1, 2, 3, 4, 5, 6]).unwrap();
+        let mut part = [0u8; 3];
+        t.read_part(2, &mut part).unwrap();
+        assert_eq!(part, [3, 4, 5]);
+        assert!(t.read_part(4, &mut part).is_err(), "bytes 4..7 of 6 reach the guard band");
+        assert!(t.read_part(usize::MAX, &mut part).is_err());
     }
 
     #[test]

@@ -106,22 +106,40 @@ fn softmax_stats(x: &OracleInput) -> Result<Outputs, String> {
 
 /// out[r, j] = sum_t exp(m_t - M) partial_t[j] / sum_t exp(m_t - M) sum_t, M = max_t m_t
 fn sum_partials(x: &OracleInput) -> Result<Outputs, String> {
+    use rayon::prelude::*;
     let (rows, tiles, d) = (x.symbol("rows")?, x.symbol("tiles")?, x.symbol("d")?);
     let (partials, maxima, sums) = (x.input("partials")?, x.input("tile_max")?, x.input("tile_sum")?);
-    let mut out = Vec::with_capacity(rows * d);
-    for r in 0..rows {
+    let mut out = vec![0.0; rows * d];
+    for (r, row) in out.chunks_mut(d.max(1)).enumerate().take(rows) {
         let m = &maxima[r * tiles..(r + 1) * tiles];
         let l = &sums[r * tiles..(r + 1) * tiles];
         let global = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let weights: Vec<f64> = m.iter().map(|v| f32_weight((v - global).exp())).collect();
         let denominator: f64 = weights.iter().zip(l).map(|(w, s)| w * s).sum();
-        for j in 0..d {
-            let numerator: f64 = (0..tiles).map(|t| weights[t] * partials[(r * tiles + t) * d + j]).sum();
-            out.push(numerator / denominator);
-        }
+        let tile_rows = &partials[r * tiles * d..(r + 1) * tiles * d];
+        // tiles outer, columns inner, a slice of columns per core: a tile's columns are
+        // contiguous, where a column's tiles lie d apart (4 MiB at the GPU-only case's d =
+        // 2^20, a cache and TLB miss each). Each column still sums its tiles in tile order
+        // from -0.0, as an iterator's sum does, so the values are the same bits.
+        row.par_chunks_mut(COLUMNS_A_TASK).enumerate().for_each(|(chunk, numerators)| {
+            let first = chunk * COLUMNS_A_TASK;
+            numerators.fill(-0.0);
+            for (t, weight) in weights.iter().enumerate() {
+                let tile = &tile_rows[t * d + first..t * d + first + numerators.len()];
+                for (n, p) in numerators.iter_mut().zip(tile) {
+                    *n += weight * p;
+                }
+            }
+            for n in numerators.iter_mut() {
+                *n /= denominator;
+            }
+        });
     }
     Ok([("out".to_string(), out)].into())
 }
+
+/// Columns of one row an oracle's task takes on (32 KiB of f64 a tile row).
+const COLUMNS_A_TASK: usize = 4096;
 
 /// A tile's weight exp(m_t - M) as the f32 value the combine holds: a weight under f32's
 /// range is 0 there, and 0 times an infinite partial or tile sum is NaN, where the f64 weight
@@ -133,36 +151,42 @@ fn f32_weight(weight: f64) -> f64 {
 
 /// scores[r, key] = scale * sum_i q[r, i] k_cache[key, i]
 fn score_keys(x: &OracleInput) -> Result<Outputs, String> {
+    use rayon::prelude::*;
     let (rows, keys, d) = (x.symbol("rows")?, x.symbol("keys")?, x.symbol("d")?);
     let (q, k, scale) = (x.input("q")?, x.input("k_cache")?, x.param("scale")?);
-    let mut scores = Vec::with_capacity(rows * keys);
-    for r in 0..rows {
+    let mut scores = vec![0.0; rows * keys];
+    // keys on all cores (the GPU-only case's cache is 8 million keys): each score is still
+    // one sum in i order
+    for (r, row) in scores.chunks_mut(keys.max(1)).enumerate().take(rows) {
         let query = &q[r * d..(r + 1) * d];
-        for key in 0..keys {
-            let dot: f64 = query.iter().zip(&k[key * d..(key + 1) * d]).map(|(a, b)| a * b).sum();
-            scores.push(scale * dot);
-        }
+        row.par_chunks_mut(COLUMNS_A_TASK).enumerate().for_each(|(chunk, part)| {
+            for (i, score) in part.iter_mut().enumerate() {
+                let key = chunk * COLUMNS_A_TASK + i;
+                let dot: f64 = query.iter().zip(&k[key * d..(key + 1) * d]).map(|(a, b)| a * b).sum();
+                *score = scale * dot;
+            }
+        });
     }
     Ok([("scores".to_string(), scores)].into())
 }
 
 /// partials[r, t, :] = sum over keys j of tile t of exp(scores[r, j] - tile_max[r, t]) v_cache[j, :]
 fn apply_values(x: &OracleInput) -> Result<Outputs, String> {
+    use rayon::prelude::*;
     let (rows, keys, tile, d) = (x.symbol("rows")?, x.symbol("keys")?, x.symbol("tile")?, x.symbol("d")?);
     let (scores, maxima, v) = (x.input("scores")?, x.input("tile_max")?, x.input("v_cache")?);
     let tiles = keys.div_ceil(tile);
     let mut partials = vec![0.0; rows * tiles * d];
-    for r in 0..rows {
-        for t in 0..tiles {
-            let out = &mut partials[(r * tiles + t) * d..(r * tiles + t + 1) * d];
-            for j in t * tile..((t + 1) * tile).min(keys) {
-                let p = (scores[r * keys + j] - maxima[r * tiles + t]).exp();
-                for (o, value) in out.iter_mut().zip(&v[j * d..(j + 1) * d]) {
-                    *o += p * value;
-                }
+    // a tile row on each core (the GPU-only case has 8,193 of them over 2 million keys)
+    partials.par_chunks_mut(d.max(1)).enumerate().take(rows * tiles).for_each(|(rt, out)| {
+        let (r, t) = (rt / tiles, rt % tiles);
+        for j in t * tile..((t + 1) * tile).min(keys) {
+            let p = (scores[r * keys + j] - maxima[r * tiles + t]).exp();
+            for (o, value) in out.iter_mut().zip(&v[j * d..(j + 1) * d]) {
+                *o += p * value;
             }
         }
-    }
+    });
     Ok([("partials".to_string(), partials)].into())
 }
 
@@ -585,6 +609,29 @@ mod tests {
         );
         let want = (10.0 + (-1f64).exp() * 20.0) / (1.0 + (-1f64).exp());
         assert!((out["out"][0] - want).abs() < 1e-6 * want, "the weights are f32 values: {} {want}", out["out"][0]);
+    }
+
+    #[test]
+    fn sum_partials_by_tiles_and_column_slices_gives_each_columns_tile_order_sum() {
+        // two rows, columns past one task's slice, values of mixed sign and scale: every
+        // output is the same bits as its column summed tile by tile, one column at a time
+        let (rows, tiles, d) = (2usize, 5usize, COLUMNS_A_TASK + 3);
+        let partials: Vec<f64> = (0..rows * tiles * d).map(|i| ((i * 7919 % 1000) as f64 - 500.0) * 1.37e-3).collect();
+        let maxima = vec![0.5, -1.0, 3.0, 2.5, -7.0, 1.0, 1.0, 0.0, -30.0, 4.0];
+        let sums = vec![1.0, 2.0, 3.5, 1.25, 9.0, 1.0, 64.0, 2.0, 1.5, 7.0];
+        let symbols = [("rows", rows as i64), ("tiles", tiles as i64), ("d", d as i64)];
+        let inputs = [("partials", partials.clone()), ("tile_max", maxima.clone()), ("tile_sum", sums.clone())];
+        let got = run("sum_partials", &symbols, &inputs);
+        for r in 0..rows {
+            let m = &maxima[r * tiles..(r + 1) * tiles];
+            let global = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = m.iter().map(|v| f32_weight((v - global).exp())).collect();
+            let denominator: f64 = w.iter().zip(&sums[r * tiles..]).map(|(w, s)| w * s).sum();
+            for j in 0..d {
+                let numerator: f64 = (0..tiles).map(|t| w[t] * partials[(r * tiles + t) * d + j]).sum();
+                assert_eq!(got["out"][r * d + j].to_bits(), (numerator / denominator).to_bits(), "row {r} column {j}");
+            }
+        }
     }
 
     #[test]

@@ -1535,11 +1535,10 @@ fn run_case(
         }
         if spec.role == Role::Input {
             phases.gates += lap.take();
-            let now = tensor.read().map_err(text)?;
-            phases.download += lap.take();
-            if let Some(failure) = input_changed(tensor, &input_bytes[spec.name], &now) {
+            if let Some(failure) = input_check(tensor, &input_bytes[spec.name]).map_err(text)? {
                 failures.push((Gate::Shapes, spec.name.to_string(), failure));
             }
+            phases.download += lap.take();
         }
     }
     phases.gates += lap.take();
@@ -1598,6 +1597,32 @@ fn decoded(dtype: engine::DType, bytes: &[u8]) -> Vec<f64> {
 
 /// Tensors of at least this many bytes are decoded and compared in parallel pieces.
 const PARALLEL_BYTES: usize = 1 << 22;
+
+/// Gate 3's check that the launches left an input as it was, on the device's bytes read back
+/// a slice at a time into one buffer: a GPU-only case's inputs are gigabytes, and a whole copy
+/// of each into fresh memory took seconds a record. Only a changed input is read whole, for
+/// its failure's count and first element.
+fn input_check(tensor: &Tensor, before: &[u8]) -> Result<Option<Failure>, engine::EngineError> {
+    input_check_in_slices(tensor, before, INPUT_CHECK_SLICE)
+}
+
+fn input_check_in_slices(tensor: &Tensor, before: &[u8], slice_bytes: usize) -> Result<Option<Failure>, engine::EngineError> {
+    if before.len() <= slice_bytes {
+        return Ok(input_changed(tensor, before, &tensor.read()?));
+    }
+    let mut slice = vec![0u8; slice_bytes];
+    for (i, want) in before.chunks(slice_bytes).enumerate() {
+        let now = &mut slice[..want.len()];
+        tensor.read_part(i * slice_bytes, now)?;
+        if now != want {
+            return Ok(input_changed(tensor, before, &tensor.read()?));
+        }
+    }
+    Ok(None)
+}
+
+/// Bytes of an input read back at a time by the input check.
+const INPUT_CHECK_SLICE: usize = 256 << 20;
 
 /// Gate 3's check that a launch left an input as it was: the first changed element, with
 /// its value and bits before and after, and how many changed. Equal bytes (the usual case)
@@ -1789,6 +1814,25 @@ pub(crate) fn tests_settings() -> Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_input_check_in_slices_sees_a_change_in_any_slice_and_names_it_whole() {
+        let backend = engine::backend::memory::Memory;
+        let before: Vec<u8> = (0..40u32).flat_map(|v| (v as f32).to_le_bytes()).collect();
+        let mut tensor = Tensor::allocate(&backend, engine::DType::F32, &[4, 10]).unwrap();
+        tensor.write(&before).unwrap();
+        assert!(input_check_in_slices(&tensor, &before, 12).unwrap().is_none());
+        // elements 25 and 38, in the ninth and thirteenth slices of 3
+        let mut now = before.clone();
+        now[25 * 4..26 * 4].copy_from_slice(&(-1f32).to_le_bytes());
+        now[38 * 4..39 * 4].copy_from_slice(&(7.5f32).to_le_bytes());
+        tensor.write(&now).unwrap();
+        let failure = input_check_in_slices(&tensor, &before, 12).unwrap().expect("a changed input");
+        assert_eq!((failure.count, failure.total), (2, 40));
+        assert!(failure.message.starts_with("input changed: 2 of 40 elements, first [2, 5]"), "{}", failure.message);
+        // the whole tensor in one slice says the same
+        assert_eq!(input_check_in_slices(&tensor, &before, 1 << 20).unwrap().unwrap().message, failure.message);
+    }
 
     #[test]
     fn the_three_default_launches_start_threads_warp_ahead_reversed_and_shuffled() {
