@@ -1029,6 +1029,13 @@ pub(crate) fn run_record(
                         }
                         crate::triage::keep_first(&mut result.triage, triage);
                         add_failures(&mut result, index, &described, failures);
+                        // a control has proved its gate once that gate is red: later cases
+                        // could only count more failing cases, never change its outcome
+                        if let Some(Planted::Gate(gate)) = control.map(|c| c.planted)
+                            && result.failed(gate)
+                        {
+                            break;
+                        }
                     }
                     Err(e) => {
                         result.error = Some(format!("case {described}: {e}"));

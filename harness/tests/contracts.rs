@@ -167,6 +167,19 @@ fn the_main_job_passes_every_record_and_every_control_goes_red_as_planted() {
         .collect();
     assert!(checks.len() > kernels, "{checks:?}");
     assert!(checks.iter().all(|c| c["rows"].as_u64() > Some(0) && c["rows_differing"].as_object().unwrap().values().all(|v| v == 0)));
+    // a control stops at the first case its planted gate goes red in: that gate names one
+    // failing case, and where that case is an ordinary one, no planted copy ran after it
+    let mut stopped_early = 0;
+    for control in json["controls"].as_array().unwrap() {
+        let gate = &control["control"]["planted"]["gate"];
+        let Some(planted) = control["failures"].as_array().unwrap().iter().find(|f| &f["gate"] == gate) else { continue };
+        assert_eq!(planted["failing_cases"].as_array().unwrap().len(), 1, "{control}");
+        if !planted["case"].as_str().unwrap().contains(" planted") {
+            assert!(control["nonfinite_cases"].as_array().unwrap().is_empty(), "{control}");
+            stopped_early += 1;
+        }
+    }
+    assert!(stopped_early > controls / 2, "{stopped_early} of {controls} controls stopped before gate 1's planted copies");
     assert_eq!(json["exit_code"], 0);
 }
 
