@@ -118,13 +118,25 @@ fn float_ordinal(contract: &Contract, tensor: &str) -> usize {
     floats.take_while(|t| t.name != tensor).count()
 }
 
-/// The cases whose planted copies run: every small one, else the smallest; never a GPU-only one.
-pub fn nonfinite_cases(contract: &Contract) -> Vec<usize> {
+/// The cases whose planted copies run on `arch`: every small one, else the smallest; on a GPU
+/// also each GPU-only case of few elements (a grid of 65,535 blocks or rows and more, not a
+/// buffer past 2^31): its copies cost milliseconds there, and a path a kernel takes only past
+/// some block or row count (a NaN there scrubbed, say) meets non-finite values nowhere else.
+pub fn nonfinite_cases(contract: &Contract, arch: &str) -> Vec<usize> {
     let size = |c: &Case| c.shapes.values().map(|s| s.iter().product::<usize>()).sum::<usize>();
     let eligible: Vec<usize> = (0..contract.cases.len()).filter(|i| contract.cases[*i].gpu_only.is_none()).collect();
     let small: Vec<usize> = eligible.iter().copied().filter(|i| size(&contract.cases[*i]) <= NONFINITE_CASE_ELEMENTS).collect();
-    if small.is_empty() { eligible.into_iter().min_by_key(|i| size(&contract.cases[*i])).into_iter().collect() } else { small }
+    let mut cases: Vec<usize> =
+        if small.is_empty() { eligible.into_iter().min_by_key(|i| size(&contract.cases[*i])).into_iter().collect() } else { small };
+    if !arch.starts_with("host") {
+        let gpu_only = |c: &Case| c.gpu_only.is_some() && size(c) <= GPU_ONLY_PLANTED_ELEMENTS;
+        cases.extend((0..contract.cases.len()).filter(|i| gpu_only(&contract.cases[*i])));
+    }
+    cases
 }
+
+/// The most elements (all tensors together) of a GPU-only case whose planted copies run.
+pub const GPU_ONLY_PLANTED_ELEMENTS: usize = 1 << 25;
 
 /// Output poison of launch l: a NaN pattern first, then zeros, then a finite pattern.
 pub fn output_poison(launch: usize) -> u8 {
@@ -991,8 +1003,10 @@ pub(crate) fn run_record(
         .collect();
     let chosen = control.and_then(|c| c.case_indices(contract));
     let seed = context.settings.seed;
-    let planted = nonfinite_cases(contract)
+    let runs_here = cases_run_for(contract, &arch, control);
+    let planted = nonfinite_cases(contract, &arch)
         .into_iter()
+        .filter(|i| runs_here.contains(i))
         .filter(|i| chosen.as_ref().is_none_or(|cases| cases.contains(i)) && context.settings.selects_case(*i))
         .flat_map(|i| plantings(contract, record, seed, i).into_iter().map(move |p| (i, p)));
     match module.as_ref().and_then(|m| loaded.checker.as_ref().map(|c| (m, c))) {
@@ -1877,6 +1891,24 @@ mod tests {
         );
         let on_host = cases_not_run(&contract, "host-x86_64", true);
         assert!(on_host.len() == gpu_only_cases && on_host.iter().all(|c| c.ends_with(')')), "{on_host:?}");
+    }
+
+    #[test]
+    fn a_gpu_only_case_of_many_blocks_gets_planted_copies_on_a_gpu_and_one_of_gigabytes_never() {
+        let settings = tests_settings();
+        let load = |op: &str| Contract::load(&settings.contracts_dir.join(format!("{op}.toml")), &format!("contracts/{op}.toml")).unwrap();
+        let rms = load("tf_rms");
+        let many_rows = rms.cases.iter().position(|c| c.gpu_only.is_some()).expect("tf_rms has a GPU-only case of 65,537 rows");
+        assert!(nonfinite_cases(&rms, "sm_90").contains(&many_rows) && nonfinite_cases(&rms, "gfx1201").contains(&many_rows));
+        assert!(!nonfinite_cases(&rms, "host-x86_64").contains(&many_rows));
+        // the host's planted cases are the GPU's less the GPU-only ones
+        let host = nonfinite_cases(&rms, "host-x86_64");
+        assert_eq!(nonfinite_cases(&rms, "sm_90").into_iter().filter(|i| rms.cases[*i].gpu_only.is_none()).collect::<Vec<_>>(), host);
+        let sum = load("tf_sum_partials");
+        let planted_gpu_only: Vec<usize> =
+            nonfinite_cases(&sum, "sm_90").into_iter().filter(|i| sum.cases[*i].gpu_only.is_some()).collect();
+        assert_eq!(planted_gpu_only.len(), 1, "the 65,537-row case, not the 12 GiB one: {planted_gpu_only:?}");
+        assert_eq!(sum.cases[planted_gpu_only[0]].symbols["rows"], 65537);
     }
 
     #[test]
