@@ -89,11 +89,24 @@ struct dim3 {
   constexpr dim3(uint3 u) : x(u.x), y(u.y), z(u.z) {}
 };
 static constexpr int warpSize = SIMT_WARP;
+// Two translation units share this prelude (src/backend/host/compile.rs): a kernel's,
+// compiled with SIMT_KERNEL_TU, which declares the runtime's data and entry points, and the
+// runtime's, compiled once per prelude, compiler and flags and linked into every kernel's
+// library, which defines them (each library still holds its own runtime and state). The
+// runtime was most of every kernel's compile time. Without SIMT_KERNEL_TU one translation
+// unit holds both (the coverage build).
+#ifdef SIMT_KERNEL_TU
+#define SIMT_RUNTIME_DATA extern __attribute__((visibility("hidden")))
+#else
+#define SIMT_RUNTIME_DATA __attribute__((visibility("hidden")))
+#endif
 extern "C" {
-thread_local __attribute__((aligned(64), visibility("hidden"))) unsigned char __simt_dynamic_shared[SIMT_DYNAMIC_SHARED_MAX];
+SIMT_RUNTIME_DATA thread_local __attribute__((aligned(64))) unsigned char __simt_dynamic_shared[SIMT_DYNAMIC_SHARED_MAX];
+#ifndef SIMT_KERNEL_TU
 // `extern thread_local` uses may call a weak TLS-init hook _ZTH<name>; the engine points
 // those at this no-op (g++ alone can drop them with -fno-extern-tls-init).
 __attribute__((visibility("hidden"), used)) void __simt_tls_noop() {}
+#endif
 }
 
 // ---------------------------------------------------------------- math subset
@@ -233,6 +246,7 @@ extern "C" void __simt_trampoline();
 // Saves the callee-saved registers on the old stack, switches rsp, restores, and
 // returns with pop+jmp: a plain `ret` onto another stack mispredicts every time.
 // MXCSR and the x87 control word are not switched: all fibers share one FP environment.
+#ifndef SIMT_KERNEL_TU
 asm(R"(
 .text
 .globl __simt_swap
@@ -268,6 +282,7 @@ __simt_trampoline:
   .cfi_endproc
 .size __simt_trampoline,.-__simt_trampoline
 )");
+#endif
 
 // ---------------------------------------------------------------- launch ABI (mirrored in src/backend/host/runtime.rs)
 // A tensor of the launch, for the memory checks: data [data, data + bytes), guard bands of
@@ -425,7 +440,7 @@ struct Scheduler {       // one per OS thread per module, never freed (worker th
   struct Site { Tensor last, before; } sites[SITES];
   Block block;
 };
-static thread_local Scheduler* tls_scheduler;
+SIMT_RUNTIME_DATA thread_local Scheduler* tls_scheduler;
 
 struct Kernel {
   void (*loop)(Block&);
@@ -448,9 +463,9 @@ SIMT_NOSAN static inline unsigned linear_thread(const Block&, const Fiber* f) { 
 // scheduler) from anything else (a template of the C++ library that the runtime calls,
 // instrumented because it is compiled here) with one load.
 enum { STACK_TABLE = 1 << 14 };   // slots; at most half of them used (8192 stacks)
-static uintptr_t stack_regions[STACK_TABLE];
-static unsigned stack_region_count;
-static int stack_regions_lock;
+SIMT_RUNTIME_DATA uintptr_t stack_regions[STACK_TABLE];
+SIMT_RUNTIME_DATA unsigned stack_region_count;
+SIMT_RUNTIME_DATA int stack_regions_lock;
 SIMT_NOSAN static inline unsigned stack_slot(uintptr_t region) { return (unsigned)((region / SIMT_STACK) * 0x9e3779b1u) % STACK_TABLE; }
 SIMT_NOSAN static bool publish_stack_regions(uintptr_t base, size_t count) {
   while (__atomic_exchange_n(&stack_regions_lock, 1, __ATOMIC_ACQUIRE)) {}
@@ -850,9 +865,9 @@ SIMT_NOSAN static void poison_shared(const TlsExtent& e, int byte, size_t dynami
 // access is checked against the launch's tensors: one in a guard band is out of bounds.
 namespace simt {
 enum { MAX_SHARED_VARS = 256 };
-static simt_shared_var registered_vars[MAX_SHARED_VARS];
-static unsigned registered_var_count;
-static uintptr_t module_base;
+SIMT_RUNTIME_DATA simt_shared_var registered_vars[MAX_SHARED_VARS];
+SIMT_RUNTIME_DATA unsigned registered_var_count;
+SIMT_RUNTIME_DATA uintptr_t module_base;
 enum AccessKind : unsigned { READ = 0, WRITE = 1, ATOMIC = 2, ATOMIC_LOAD = 3 };
 
 SIMT_NOSAN static uint32_t pc_offset(void* ret) { return (uint32_t)((uintptr_t)ret - module_base); }
@@ -1133,6 +1148,7 @@ SIMT_NOSAN __attribute__((always_inline)) static inline void check_aligned(const
 }
 }  // namespace simt
 
+#ifndef SIMT_KERNEL_TU
 // The instrumentation's entry points (GCC's and clang's -fsanitize=thread call them).
 #define SIMT_TSAN SIMT_NOSAN __attribute__((visibility("hidden"), used))
 // The aligned entry points also check alignment (see simt::misaligned); the unaligned ones are
@@ -1274,6 +1290,7 @@ int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, si
   r->stacks = s->stacks;
   return r->code;
 }
+#endif  // SIMT_KERNEL_TU
 
 // One line per kernel, appended by the engine: exports `const simt::Kernel simt_k_<symbol>`.
 #define SIMT_KERNEL_AS(symbol, ...)                                                             \

@@ -136,3 +136,40 @@ fn concurrent_builds_of_one_source_each_get_a_whole_library() {
         .collect();
     assert!(leftovers.is_empty(), "no build folder or temporary file is left: {leftovers:?}");
 }
+
+/// The prelude's runtime object in the cache (`host-runtime/<sha256>.o` and its recorded
+/// SHA-256 beside it).
+fn runtime_objects(repo: &TempRepo) -> Vec<PathBuf> {
+    let dir = repo.cache().join("host-runtime");
+    let mut found: Vec<PathBuf> = fs::read_dir(&dir)
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "o")).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+#[test]
+fn the_prelude_runtime_is_built_once_for_every_kernel_and_an_altered_one_is_built_again() {
+    let repo = TempRepo::new();
+    repo.write("repo/kernels/v.h", &header(1.0));
+    let first = value_source(&repo, "first", "v.h");
+    let second = value_source(&repo, "second", "v.h");
+    assert!(!build(&repo, &first).cached);
+    let objects = runtime_objects(&repo);
+    assert_eq!(objects.len(), 1, "{objects:?}");
+    let made = fs::metadata(&objects[0]).unwrap().modified().unwrap();
+    // another kernel links the same object, not a new build of it
+    assert!(!build(&repo, &second).cached);
+    assert_eq!(runtime_objects(&repo), objects);
+    assert_eq!(fs::metadata(&objects[0]).unwrap().modified().unwrap(), made);
+    assert_eq!(value(&repo, &second), 1.0);
+    // an object whose bytes are not the ones recorded is built again before a kernel links it
+    let mut bytes = fs::read(&objects[0]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    fs::write(&objects[0], &bytes).unwrap();
+    repo.write("repo/kernels/v.h", &header(2.0));
+    assert!(!build(&repo, &first).cached);
+    assert_ne!(fs::read(&objects[0]).unwrap(), bytes, "the altered object was linked as it was");
+    assert_eq!(value(&repo, &first), 2.0);
+}
