@@ -996,18 +996,13 @@ pub(crate) fn run_record(
     let record = applied.as_ref().unwrap_or(record);
     let arch = backend.arch();
     result.cases_not_run = cases_not_run_for(contract, &arch, control);
-    let plain: Vec<(usize, Inputs)> = cases_run_for(contract, &arch, control)
-        .into_iter()
-        .filter(|i| context.settings.selects_case(*i))
-        .map(|i| (i, Inputs::AsGenerated))
-        .collect();
-    let chosen = control.and_then(|c| c.case_indices(contract));
+    // a control's own cases where it names them (cases_run_for), and the run's --case
+    let runs_here: Vec<usize> = cases_run_for(contract, &arch, control).into_iter().filter(|i| context.settings.selects_case(*i)).collect();
+    let plain: Vec<(usize, Inputs)> = runs_here.iter().map(|i| (*i, Inputs::AsGenerated)).collect();
     let seed = context.settings.seed;
-    let runs_here = cases_run_for(contract, &arch, control);
     let planted = nonfinite_cases(contract, &arch)
         .into_iter()
         .filter(|i| runs_here.contains(i))
-        .filter(|i| chosen.as_ref().is_none_or(|cases| cases.contains(i)) && context.settings.selects_case(*i))
         .flat_map(|i| plantings(contract, record, seed, i).into_iter().map(move |p| (i, p)));
     match module.as_ref().and_then(|m| loaded.checker.as_ref().map(|c| (m, c))) {
         Err(e) => result.error = Some(e.clone()),

@@ -66,11 +66,11 @@ pub fn runtime_compiler_reads(source: &KernelSource, prelude: &Path, defines: &[
 /// The dependency target name builds ask for (`-MT`): the depfile's first word, then `:`.
 pub const DEPFILE_TARGET: &str = "kernel-contracts-build";
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn digest_hex(bytes: &[u8]) -> String {
+pub(crate) fn digest_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 

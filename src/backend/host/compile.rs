@@ -210,14 +210,13 @@ impl HostCompiler {
             key.update(part);
         }
         key.update(&text);
-        let name: String = key.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let name = cache::hex(&key.finalize());
         let dir = cache_dir.join("host-runtime");
         let object = dir.join(format!("{name}.o"));
         let recorded = dir.join(format!("{name}.o.sha256"));
         let intact = || -> bool {
             let (Ok(bytes), Ok(sum)) = (fs::read(&object), fs::read_to_string(&recorded)) else { return false };
-            let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-            digest == sum.trim()
+            cache::digest_hex(&bytes) == sum.trim()
         };
         // the build threads of one process build it once between them
         static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -243,8 +242,7 @@ impl HostCompiler {
         let bytes = fs::read(&built).map_err(|e| EngineError::Cache { path: built.clone(), source: e })?;
         fs::create_dir_all(&dir).map_err(|e| EngineError::Cache { path: dir.clone(), source: e })?;
         cache::write_atomically(&object, &bytes)?;
-        let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-        cache::write_atomically(&recorded, digest.as_bytes())?;
+        cache::write_atomically(&recorded, cache::digest_hex(&bytes).as_bytes())?;
         Ok(object)
     }
 
