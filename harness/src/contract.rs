@@ -22,7 +22,7 @@ mod domain;
 mod kernel;
 mod paths;
 mod reference;
-use kernel::{RawKernel, RawTensor};
+use kernel::{RawKernel, RawTensor, RawTensors};
 pub use paths::ContractPath;
 pub use reference::{CppReference, KernelPlace, Reference, Replaced, params_for, signature};
 
@@ -416,8 +416,10 @@ pub fn define_data_ops(dir: &Path) {
     let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
     files.sort();
     for path in files {
-        if std::fs::read_to_string(&path).is_ok_and(|t| t.lines().any(|l| l.trim_start().starts_with("[kernel]"))) {
-            let _ = Contract::load(&path, &path.display().to_string());
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && text.lines().any(|l| l.trim_start().starts_with("[kernel]"))
+        {
+            let _ = Contract::define_op(&path.display().to_string(), &text, &reference::folder_of(&path));
         }
     }
 }
@@ -431,6 +433,34 @@ impl Contract {
         Contract::parse_in(file, text, Path::new(""))
     }
 
+    /// The op a contract with `[kernel]` describes, defined in the engine and its kernel's
+    /// place remembered, and nothing more of the contract read: every process of a run defines
+    /// the data ops of every contract (any contract may name another's op), and the rest of a
+    /// load (its domain lints above all) was most of a child's start-up. A contract that
+    /// defines its op and then fails to load fails where the run loads it in full.
+    fn define_op(file: &str, text: &str, folder: &Path) -> Result<(), ContractError> {
+        let source = Source { file, text };
+        source.plain_text()?;
+        let raw: RawContract = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
+        if let (Some(kernel), Some(tensors)) = (&raw.kernel, &raw.tensors) {
+            Contract::define_data_op(&source, &raw, kernel, tensors, folder)?;
+        }
+        Ok(())
+    }
+
+    fn define_data_op(
+        source: &Source,
+        raw: &RawContract,
+        kernel: &Spanned<RawKernel>,
+        tensors: &RawTensors,
+        folder: &Path,
+    ) -> Result<(&'static OpSpec, KernelPlace), ContractError> {
+        let (op, kernel_source, includes) = kernel::data_op(source, raw, kernel, tensors)?;
+        let found = KernelPlace { file: source.file.to_string(), folder: folder.to_path_buf(), source: kernel_source, includes };
+        reference::remember_place(op.name, found.clone());
+        Ok((op, found))
+    }
+
     /// A contract whose file lies in `folder` (paths written `./x` are found from there).
     pub fn parse_in(file: &str, text: &str, folder: &Path) -> Result<Contract, ContractError> {
         let source = Source { file, text };
@@ -440,9 +470,7 @@ impl Contract {
         let mut place = None;
         let op = match (&raw.kernel, &raw.tensors) {
             (Some(kernel), Some(tensors)) => {
-                let (op, kernel_source, includes) = kernel::data_op(&source, &raw, kernel, tensors)?;
-                let found = KernelPlace { file: file.to_string(), folder: folder.to_path_buf(), source: kernel_source, includes };
-                reference::remember_place(op.name, found.clone());
+                let (op, found) = Contract::define_data_op(&source, &raw, kernel, tensors, folder)?;
                 place = Some(found);
                 op
             }

@@ -48,7 +48,7 @@ pub(super) struct RawTensor {
     from: Option<Spanned<String>>,
 }
 
-type RawTensors = Spanned<BTreeMap<String, Spanned<RawTensor>>>;
+pub(super) type RawTensors = Spanned<BTreeMap<String, Spanned<RawTensor>>>;
 
 /// Where each `kernel.requires[i]` is written.
 pub(super) fn requires_offsets(kernel: &RawKernel) -> Vec<usize> {
