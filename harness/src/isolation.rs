@@ -513,6 +513,19 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     }
     let controls = runner::load_controls(settings, &info.arch, &info.gates_run, &contracts, &mut report, on_event);
 
+    // the units of work in report order: each contract's records, then each control
+    let mut units: Vec<(&Contract, Option<&Control>, Vec<&Record>)> =
+        contracts.iter().map(|contract| (contract, None, settings.records_of(contract).collect())).collect();
+    for control in &controls {
+        let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
+        units.push((contract, Some(control), vec![contract.record(&control.record).unwrap()]));
+    }
+    let threads = settings.jobs.clamp(1, units.len().max(1));
+    // each pool thread's first process, started now: it opens its backend (on a GPU, its
+    // device context: most of a process's start-up) while the kernels build
+    let prestarted: Mutex<Vec<Supervised>> =
+        Mutex::new(if units.is_empty() { Vec::new() } else { (0..threads).filter_map(|_| start_fresh(command, "spare").ok()).collect() });
+
     // every kernel built first, on all cores, in one child: the record children then load
     // from the cache. A build that fails or crashes here is built again, and reported, by
     // the record's own child; one still running at the build time limit is not.
@@ -523,13 +536,6 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     report.timing.modules_built = sources.len();
 
     let run_started = Instant::now();
-    // the units of work in report order: each contract's records, then each control
-    let mut units: Vec<(&Contract, Option<&Control>, Vec<&Record>)> =
-        contracts.iter().map(|contract| (contract, None, settings.records_of(contract).collect())).collect();
-    for control in &controls {
-        let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
-        units.push((contract, Some(control), vec![contract.record(&control.record).unwrap()]));
-    }
     // `jobs` children at a time; results are reported in unit order whatever order the
     // children finish in (those of the unit being reported as they arrive)
     let next_unit = std::sync::atomic::AtomicUsize::new(0);
@@ -540,12 +546,13 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // inputs, read-backs and oracle values in host memory, so two at once could exhaust it
     let large_cases = std::sync::Mutex::new(());
     std::thread::scope(|scope| {
-        for _ in 0..settings.jobs.clamp(1, units.len().max(1)) {
+        for _ in 0..threads {
             let sender = sender.clone();
             let (units, next_unit, unbuilt, built, stopped, large_cases) = (&units, &next_unit, &unbuilt, &built, &stopped, &large_cases);
+            let spare = prestarted.lock().unwrap_or_else(|p| p.into_inner()).pop();
             scope.spawn(move || {
                 // this thread's processes between units
-                let mut slot = Slot::default();
+                let mut slot = Slot { idle: None, spare };
                 let more = || next_unit.load(std::sync::atomic::Ordering::Relaxed) < units.len();
                 loop {
                     if stopped.load(std::sync::atomic::Ordering::Relaxed) {
