@@ -19,7 +19,6 @@
 #include <cstdarg>
 #include <cstdlib>
 #include <cmath>
-#include <atomic>
 #include <utility>
 #include <tuple>
 #include <type_traits>
@@ -231,14 +230,46 @@ static __forceinline__ float min(float a, float b) { return fminf(a, b); }
 static __forceinline__ float max(float a, float b) { return fmaxf(a, b); }
 
 // ---------------------------------------------------------------- atomics (relaxed, as GPU atomics are)
-template <class T> static __forceinline__ T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v, std::memory_order_relaxed); }
-template <class T> static __forceinline__ T atomicSub(T* p, T v) { return std::atomic_ref<T>(*p).fetch_sub(v, std::memory_order_relaxed); }
-template <class T> static __forceinline__ T atomicExch(T* p, T v) { return std::atomic_ref<T>(*p).exchange(v, std::memory_order_relaxed); }
-template <class T> static __forceinline__ T atomicCAS(T* p, T compare, T v) { std::atomic_ref<T>(*p).compare_exchange_strong(compare, v, std::memory_order_relaxed); return compare; }
-template <class T> static __forceinline__ T atomicMax(T* p, T v) { std::atomic_ref<T> a(*p); T o = a.load(std::memory_order_relaxed); while (o < v && !a.compare_exchange_weak(o, v, std::memory_order_relaxed)) {} return o; }
-template <class T> static __forceinline__ T atomicMin(T* p, T v) { std::atomic_ref<T> a(*p); T o = a.load(std::memory_order_relaxed); while (v < o && !a.compare_exchange_weak(o, v, std::memory_order_relaxed)) {} return o; }
-static __forceinline__ void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-static __forceinline__ void __threadfence_block() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+// The compiler's __atomic builtins, not std::atomic_ref: <atomic> was half of the prelude's
+// parse, and so about a third of each kernel's compile. A float or double has no fetch_add
+// builtin; it takes a compare-and-swap loop, as atomic_ref's does. The instrumentation sees
+// each as the atomic access it is (__tsan_atomicN_*).
+namespace simt {
+template <class T> static __forceinline__ T atomic_load(T* p) { T o; __atomic_load(p, &o, __ATOMIC_RELAXED); return o; }
+// `*p = f(*p)` as one atomic update; returns the old value
+template <class T, class F> static __forceinline__ T atomic_update(T* p, F f) {
+  T o = atomic_load(p);
+  for (;;) {
+    T n = f(o);
+    if (__atomic_compare_exchange(p, &o, &n, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return o;
+  }
+}
+}  // namespace simt
+template <class T> static __forceinline__ T atomicAdd(T* p, T v) {
+  if constexpr (std::is_integral_v<T>) return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+  else return simt::atomic_update(p, [v](T o) { return o + v; });
+}
+template <class T> static __forceinline__ T atomicSub(T* p, T v) {
+  if constexpr (std::is_integral_v<T>) return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+  else return simt::atomic_update(p, [v](T o) { return o - v; });
+}
+template <class T> static __forceinline__ T atomicExch(T* p, T v) { T o; __atomic_exchange(p, &v, &o, __ATOMIC_RELAXED); return o; }
+template <class T> static __forceinline__ T atomicCAS(T* p, T compare, T v) {
+  __atomic_compare_exchange(p, &compare, &v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return compare;
+}
+template <class T> static __forceinline__ T atomicMax(T* p, T v) {
+  T o = simt::atomic_load(p);
+  while (o < v && !__atomic_compare_exchange(p, &o, &v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+  return o;
+}
+template <class T> static __forceinline__ T atomicMin(T* p, T v) {
+  T o = simt::atomic_load(p);
+  while (v < o && !__atomic_compare_exchange(p, &o, &v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+  return o;
+}
+static __forceinline__ void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static __forceinline__ void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
 // ---------------------------------------------------------------- context switch
 extern "C" void __simt_swap(void** save_sp, void* new_sp);

@@ -37,7 +37,8 @@ fn module(backend: &HostBackend, file: &str, kernels: &[&str]) -> Arc<dyn Module
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-const SEMANTICS: &[&str] = &["block_sum", "warp_ops", "atomics", "dynamic_reverse", "unwritten_shared", "store_by_code", "coordinates"];
+const SEMANTICS: &[&str] =
+    &["block_sum", "warp_ops", "atomics", "atomics_more", "dynamic_reverse", "unwritten_shared", "store_by_code", "coordinates"];
 
 fn tensor<T: Copy>(backend: &dyn Backend, dtype: DType, values: &[T]) -> Tensor {
     let mut t = Tensor::allocate(backend, dtype, &[values.len()]).unwrap();
@@ -140,6 +141,27 @@ fn atomics_from_many_blocks_on_every_worker_are_exact() {
     assert_eq!(read::<i32>(&count), vec![n as i32]);
     assert_eq!(read::<f32>(&total), vec![x.iter().map(|v| *v as f64).sum::<f64>() as f32]);
     assert_eq!(read::<i32>(&maximum), vec![n as i32 - 1]);
+
+    let down = tensor(&backend, DType::I32, &[0i32]);
+    let float_down = tensor(&backend, DType::F32, &[0f32]);
+    let minimum = tensor(&backend, DType::I32, &[i32::MAX]);
+    let float_maximum = tensor(&backend, DType::F32, &[-1f32]);
+    let winner = tensor(&backend, DType::U32, &[0u32]);
+    let exchanged = tensor(&backend, DType::I32, &[0i32]);
+    m.launch(
+        "atomics_more",
+        dims(blocks, 128),
+        Schedule { block_order: BlockOrder::Shuffled(5), ..Schedule::default() },
+        &[KernelArg::I32(n as i32), ptr(&down), ptr(&float_down), ptr(&minimum), ptr(&float_maximum), ptr(&winner), ptr(&exchanged)],
+    )
+    .unwrap();
+    assert_eq!(read::<i32>(&down), vec![-2 * n as i32]);
+    assert_eq!(read::<f32>(&float_down), vec![-0.5 * n as f32]);
+    assert_eq!(read::<i32>(&minimum), vec![0]);
+    assert_eq!(read::<f32>(&float_maximum), vec![(n - 1) as f32]);
+    let won = read::<u32>(&winner)[0];
+    assert!((1..=n as u32).contains(&won), "{won}");
+    assert_eq!(read::<i32>(&exchanged), vec![7]);
 }
 
 #[test]
