@@ -53,6 +53,10 @@ use crate::sandbox::{self, Plan, ProcessState};
 /// lands on it, and below the usual limit of 1024 open files.
 pub const CHANNEL_FD: i32 = 1000;
 
+/// The label of the child that builds every kernel before the records run (its processes
+/// compile and never launch, so they open no device).
+pub const BUILD_LABEL: &str = "build";
+
 /// The status of a child that could not run its job (it says why on standard error).
 pub const CHILD_ERROR_STATUS: i32 = 4;
 
@@ -656,7 +660,7 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -
     let job = ChildJob::Build { sources: sources.to_vec() };
     let mut done: HashSet<SourceKey> = HashSet::new();
     let mut built = HashSet::new();
-    let started = Supervised::start(command, "build", None);
+    let started = Supervised::start(command, BUILD_LABEL, None);
     let Ok(mut child) = started.and_then(|mut child| child.send(job, None).map(|()| child)) else {
         // the record children build what they need, and say what failed
         return (HashMap::new(), built);

@@ -300,6 +300,11 @@ pub trait Backend: Send + Sync {
         let _ = source;
         Ok(())
     }
+    /// Opens what launches need (a GPU's device context) now rather than at the first call
+    /// that needs it: a process that will launch opens it before its first job arrives.
+    fn open(&self) -> Result<(), EngineError> {
+        Ok(())
+    }
     /// Whether modules report live resource usage (gate 4 runs).
     fn has_live_limits(&self) -> bool {
         false

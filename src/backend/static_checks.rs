@@ -97,6 +97,10 @@ impl Backend for StaticChecked {
         self.inner.build_module(source)
     }
 
+    fn open(&self) -> Result<(), EngineError> {
+        self.inner.open()
+    }
+
     fn has_live_limits(&self) -> bool {
         self.inner.has_live_limits()
     }

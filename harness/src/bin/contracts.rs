@@ -476,7 +476,15 @@ fn run_child(flags: &Flags) -> i32 {
         // the ops its contract replaces are defined by the other contracts
         harness::contract::define_data_ops(&flags.contracts.clone().unwrap_or_else(|| root.join("contracts")));
         let settings = settings(flags, &root, true);
-        let started = backend(flags, &root).and_then(|(backend, _)| Ok((backend, reference_host(flags, &settings)?)));
+        // a process that will launch opens its device now, while the run's kernels build;
+        // the build process only compiles
+        let launches = flags.child.as_deref() != Some(isolation::BUILD_LABEL);
+        let started = backend(flags, &root).and_then(|(backend, _)| {
+            if launches {
+                backend.open().context("opening the device")?;
+            }
+            Ok((backend, reference_host(flags, &settings)?))
+        });
         let started = match &started {
             Ok((backend, reference)) => Ok((backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend))),
             Err(e) => Err(runner::error_chain(e.as_ref())),

@@ -981,7 +981,7 @@ fn gpu_cublas_bf16_projection_matches_an_f64_reference() {
         k: k as i32,
         out: out as i32,
     };
-    handle.projection_bf16(p, backend.stream()).unwrap();
+    handle.projection_bf16(p, &backend.stream().unwrap()).unwrap();
     let got = read_as::<f32>(&y);
     for r in 0..rows {
         for o in 0..out {
