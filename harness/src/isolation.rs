@@ -527,8 +527,8 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     let threads = settings.jobs.clamp(1, units.len().max(1));
     // each pool thread's first process, started now: it opens its backend (on a GPU, its
     // device context: most of a process's start-up) while the kernels build
-    let prestarted: Mutex<Vec<Supervised>> =
-        Mutex::new(if units.is_empty() { Vec::new() } else { (0..threads).filter_map(|_| start_fresh(command, "spare").ok()).collect() });
+    let mut prestarted: Vec<Supervised> =
+        if units.is_empty() { Vec::new() } else { (0..threads).filter_map(|_| start_fresh(command, "spare").ok()).collect() };
 
     // every kernel built first, on all cores, in one child: the record children then load
     // from the cache. A build that fails or crashes here is built again, and reported, by
@@ -553,7 +553,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         for _ in 0..threads {
             let sender = sender.clone();
             let (units, next_unit, unbuilt, built, stopped, large_cases) = (&units, &next_unit, &unbuilt, &built, &stopped, &large_cases);
-            let spare = prestarted.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let spare = prestarted.pop();
             scope.spawn(move || {
                 // this thread's processes between units
                 let mut slot = Slot { idle: None, spare };
