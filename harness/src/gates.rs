@@ -178,9 +178,254 @@ struct SliceFigures {
     first: Option<usize>,
 }
 
+/// Gate 3 over one slice: a float type a block at a time, on its fast path where the block
+/// is the oracle's own rounding, any other type element by element.
 fn compare_slice(dtype: DType, got: &[u8], want: &[f64], tolerance: &Tolerance, offset: usize) -> SliceFigures {
-    let size = dtype.size();
+    match dtype {
+        DType::F32 => compare_blocks::<F32>(dtype, got, want, tolerance, offset),
+        DType::F16 => compare_blocks::<F16>(dtype, got, want, tolerance, offset),
+        DType::Bf16 => compare_blocks::<Bf16>(dtype, got, want, tolerance, offset),
+        _ => {
+            let mut figures = SliceFigures::default();
+            compare_elements(dtype, got, want, tolerance, offset, &mut figures);
+            figures
+        }
+    }
+}
+
+/// Elements gate 3 takes at once on its fast path: a block either is the oracle's own
+/// rounding throughout, with its errors gathered lane by lane, or goes to the element by
+/// element path whole.
+const BLOCK: usize = 16;
+
+/// A float type as gate 3's fast path reads it: an element's bits, widened to 32.
+trait Stored {
+    /// Bytes of one element.
+    const SIZE: usize;
+    /// The element's bits, from its little-endian bytes.
+    fn bits(bytes: &[u8]) -> u32;
+    /// The bits of a block of the oracle's values rounded to this type: those of `round_to`,
+    /// bit for bit, and a NaN for a NaN.
+    fn rounded(want: &[f64; BLOCK]) -> [u32; BLOCK];
+    /// The element's value: `DType::decode`'s, exact in f32 as every value of these types is
+    /// (four to a register where f64 has two).
+    fn value(bits: u32) -> f32;
+}
+
+struct F32;
+struct F16;
+struct Bf16;
+
+impl Stored for F32 {
+    const SIZE: usize = 4;
+    #[inline(always)]
+    fn bits(bytes: &[u8]) -> u32 {
+        u32::from_le_bytes(bytes[..4].try_into().unwrap())
+    }
+    #[inline(always)]
+    fn rounded(want: &[f64; BLOCK]) -> [u32; BLOCK] {
+        let mut rounded = [0; BLOCK];
+        for (bits, &w) in rounded.iter_mut().zip(want) {
+            *bits = (w as f32).to_bits();
+        }
+        rounded
+    }
+    #[inline(always)]
+    fn value(bits: u32) -> f32 {
+        f32::from_bits(bits)
+    }
+}
+
+impl Stored for F16 {
+    const SIZE: usize = 2;
+    #[inline(always)]
+    fn bits(bytes: &[u8]) -> u32 {
+        u16::from_le_bytes(bytes[..2].try_into().unwrap()) as u32
+    }
+    /// Rounded to odd in f32 (see `round_to_odd_f32`), then to nearest even by integer
+    /// arithmetic (F. Giesen's float_to_half_fast3_rtne), without a branch: two passes over the
+    /// block, so that the second runs on four elements to a register, not two as f64s do.
+    #[inline(always)]
+    fn rounded(want: &[f64; BLOCK]) -> [u32; BLOCK] {
+        let mut rounded = [0; BLOCK];
+        for (bits, &w) in rounded.iter_mut().zip(want) {
+            *bits = round_to_odd_f32(w);
+        }
+        for bits in &mut rounded {
+            let (sign, magnitude) = (*bits & 0x8000_0000, *bits & 0x7fff_ffff);
+            // below f16's smallest normal, 2^-14: adding 0.5 puts f16's subnormal quantum,
+            // 2^-24, at the last place of the sum, and the hardware's addition rounds to
+            // nearest even
+            let subnormal = (f32::from_bits(magnitude) + 0.5).to_bits().wrapping_sub(0.5f32.to_bits());
+            // rebias the exponent and add just under half a unit, plus one where the kept part
+            // is odd: a carry out of the mantissa moves to the next binade, or to infinity
+            // from 65520
+            let normal = magnitude.wrapping_add(0xc800_0fff).wrapping_add((magnitude >> 13) & 1) >> 13;
+            let finite = if magnitude < 113 << 23 { subnormal } else { normal };
+            let overflowed = if magnitude >= 143 << 23 { 0x7c00 } else { finite };
+            *bits = if magnitude > 0x7f80_0000 { 0x7e00 } else { overflowed | sign >> 16 };
+        }
+        rounded
+    }
+    /// Moved into f32's fields and rebiased (F. Giesen's half_to_float_fast5), without a
+    /// branch: an infinity or NaN gets f32's all-ones exponent, and a subnormal (or zero) is
+    /// renormalized by an exact subtraction.
+    #[inline(always)]
+    fn value(bits: u32) -> f32 {
+        let shifted = (bits & 0x7fff) << 13;
+        let exponent = shifted & 0x0f80_0000;
+        let rebiased = shifted + ((127 - 15) << 23);
+        let magnitude = if exponent == 0x0f80_0000 {
+            f32::from_bits(rebiased + ((128 - 16) << 23))
+        } else if exponent == 0 {
+            f32::from_bits(rebiased + (1 << 23)) - f32::from_bits(113 << 23)
+        } else {
+            f32::from_bits(rebiased)
+        };
+        f32::from_bits(magnitude.to_bits() | (bits & 0x8000) << 16)
+    }
+}
+
+impl Stored for Bf16 {
+    const SIZE: usize = 2;
+    #[inline(always)]
+    fn bits(bytes: &[u8]) -> u32 {
+        u16::from_le_bytes(bytes[..2].try_into().unwrap()) as u32
+    }
+    /// Rounded to odd in f32 (see `round_to_odd_f32`), then to nearest even: bf16 is f32's
+    /// top half, so adding just under half a unit, plus one where the kept part is odd, does
+    /// it, subnormals and the carry to infinity included (two passes, as f16's).
+    #[inline(always)]
+    fn rounded(want: &[f64; BLOCK]) -> [u32; BLOCK] {
+        let mut rounded = [0; BLOCK];
+        for (bits, &w) in rounded.iter_mut().zip(want) {
+            *bits = round_to_odd_f32(w);
+        }
+        for bits in &mut rounded {
+            let nearest = bits.wrapping_add(0x7fff).wrapping_add((*bits >> 16) & 1) >> 16;
+            *bits = if *bits & 0x7fff_ffff > 0x7f80_0000 { 0x7fc0 } else { nearest };
+        }
+        rounded
+    }
+    #[inline(always)]
+    fn value(bits: u32) -> f32 {
+        f32::from_bits(bits << 16)
+    }
+}
+
+/// The bits of `want` rounded to odd in f32: toward zero, with the last bit set where that
+/// dropped anything. Rounding that to nearest even in f16 or bf16 is the rounding straight
+/// from f64: each of their values and ties (the overflow threshold too) is an f32 whose last
+/// bit is clear, which rounding to odd reaches only from that very value, so `want` and its
+/// f32 lie on the same side of every tie (Boldo and Melquiond, "When double rounding is
+/// odd"). Nearest even in f32 first could land on a tie and round it the wrong way from
+/// there. A NaN stays a NaN (its last bit set is no carry).
+#[inline(always)]
+fn round_to_odd_f32(want: f64) -> u32 {
+    let nearest = want as f32;
+    let bits = nearest.to_bits();
+    // nearest to even picked the even neighbour: the odd one is the other side of `want`,
+    // one unit toward it (bits are sign and magnitude, so a unit less is toward zero)
+    let inexact_even = f64::from(nearest) != want && bits & 1 == 0;
+    let toward = if f64::from(nearest).abs() > want.abs() { bits.wrapping_sub(1) } else { bits.wrapping_add(1) };
+    if inexact_even { toward } else { bits }
+}
+
+/// Gate 3 over one slice, a block at a time: the errors of a block that is the oracle's own
+/// rounding throughout go to per-lane sums and maxima (no branch on any one element), and
+/// only a block with some other element in it pays for the element by element path.
+fn compare_blocks<T: Stored>(dtype: DType, got: &[u8], want: &[f64], tolerance: &Tolerance, offset: usize) -> SliceFigures {
     let mut figures = SliceFigures::default();
+    let mut lanes = Lanes::default();
+    let blocks = want.chunks_exact(BLOCK).zip(got.chunks_exact(BLOCK * T::SIZE));
+    for (index, (want, got)) in blocks.enumerate() {
+        if !lanes.take::<T>(got, want) {
+            compare_elements(dtype, got, want, tolerance, offset + index * BLOCK, &mut figures);
+        }
+    }
+    let whole = want.len() / BLOCK * BLOCK;
+    compare_elements(dtype, &got[whole * T::SIZE..], &want[whole..], tolerance, offset + whole, &mut figures);
+    // the lanes join in lane order after the blocks that went element by element: a fixed
+    // order for a given output, as the slices' is
+    figures.abs_sum += lanes.sums.iter().sum::<f64>();
+    figures.max_abs_error = lanes.maxima.iter().fold(figures.max_abs_error, |max, &e| max.max(e));
+    figures
+}
+
+/// The fast path's running figures: each block's errors are summed pairwise, and their
+/// maximum taken, down to `LANES` (so that the sums and maxima stay in registers), and those
+/// join the lanes'.
+#[derive(Default)]
+struct Lanes {
+    sums: [f64; LANES],
+    maxima: [f64; LANES],
+}
+
+/// Lanes of the fast path's sums and maxima.
+const LANES: usize = 4;
+
+impl Lanes {
+    /// Takes a block's errors if every element of it is the oracle's rounding, bit for bit:
+    /// each such element is within every tolerance and 0 ulp, and its error is what the
+    /// element by element path adds (0 for the oracle's own infinity). A NaN is the rounding
+    /// only of a NaN, and adds nothing on either path: there a NaN against a NaN is no error,
+    /// 0 ulp and accepted; here its error is left out as an infinity's is.
+    #[inline(always)]
+    fn take<T: Stored>(&mut self, got: &[u8], want: &[f64]) -> bool {
+        let (got, want): (_, &[f64; BLOCK]) = (&got[..BLOCK * T::SIZE], want[..BLOCK].try_into().unwrap());
+        let mut other = 0;
+        for (bytes, rounded) in got.chunks_exact(T::SIZE).zip(T::rounded(want)) {
+            other |= T::bits(bytes) ^ rounded;
+        }
+        if other != 0 {
+            return false;
+        }
+        // every error of a finite element is finite, and so is their sum: a sum that is not
+        // comes of the oracle's own infinities (or NaNs), rare enough that only such a block
+        // pays for leaving them out
+        let (sums, maxima) = match gather::<T, false>(got, want) {
+            (sums, _) if !sums.iter().all(|s| s.is_finite()) => gather::<T, true>(got, want),
+            figures => figures,
+        };
+        for lane in 0..LANES {
+            self.sums[lane] += sums[lane];
+            self.maxima[lane] = if maxima[lane] > self.maxima[lane] { maxima[lane] } else { self.maxima[lane] };
+        }
+        true
+    }
+}
+
+/// A block's errors, summed pairwise and their maximum taken down to `LANES`; with
+/// `INFINITIES`, those of infinite and NaN elements left out as 0.
+#[inline(always)]
+fn gather<T: Stored, const INFINITIES: bool>(got: &[u8], want: &[f64; BLOCK]) -> ([f64; LANES], [f64; LANES]) {
+    let mut values = [0.0; BLOCK];
+    for (value, bytes) in values.iter_mut().zip(got.chunks_exact(T::SIZE)) {
+        *value = T::value(T::bits(bytes));
+    }
+    let mut errors = [0.0; BLOCK];
+    for (error, (&value, &w)) in errors.iter_mut().zip(values.iter().zip(want)) {
+        let e = (f64::from(value) - w).abs();
+        // an infinite error (the oracle's own overflow) or a NaN one (its infinity less
+        // itself, or its NaN) is 0
+        *error = if INFINITIES && !e.is_finite() { 0.0 } else { e };
+    }
+    let mut maxima = errors;
+    let mut width = BLOCK;
+    while width > LANES {
+        width /= 2;
+        for i in 0..width {
+            errors[i] += errors[i + width];
+            // a NaN here goes with its block's sums, never kept: a plain comparison serves
+            maxima[i] = if maxima[i + width] > maxima[i] { maxima[i + width] } else { maxima[i] };
+        }
+    }
+    (errors[..LANES].try_into().unwrap(), maxima[..LANES].try_into().unwrap())
+}
+
+/// Gate 3 element by element, into `figures`: every element, however far from the oracle.
+fn compare_elements(dtype: DType, got: &[u8], want: &[f64], tolerance: &Tolerance, offset: usize, figures: &mut SliceFigures) {
+    let size = dtype.size();
     for (i, (&w, bytes)) in want.iter().zip(got.chunks_exact(size)).enumerate() {
         let g = dtype.decode(bytes);
         let rounded = round_to(dtype, w);
@@ -205,7 +450,6 @@ fn compare_slice(dtype: DType, got: &[u8], want: &[f64], tolerance: &Tolerance, 
             figures.first.get_or_insert(offset + i);
         }
     }
-    figures
 }
 
 #[cfg(test)]
@@ -308,5 +552,312 @@ mod tests {
         // a NaN turned into 0, and an infinity turned into NaN, are both red
         let (metrics, f) = compare(DType::F32, &[4], &f32_bytes(&[0.0, f32::NAN, f32::NEG_INFINITY, 1.0]), &want, &t);
         assert_eq!((metrics.mismatches, f.unwrap().first), (2, Some(vec![0])));
+    }
+
+    /// Gate 3 as it was before its fast path, element by element in order: the reference
+    /// the blocks must agree with.
+    fn reference_compare(dtype: DType, shape: &[usize], got: &[u8], want: &[f64], tolerance: &Tolerance) -> (Metrics, Option<Failure>) {
+        let size = dtype.size();
+        let mut figures = Metrics { elements: want.len(), ..Metrics::default() };
+        let (mut first, mut abs_sum) = (None, 0.0);
+        for (i, &w) in want.iter().enumerate() {
+            let g = dtype.decode(&got[i * size..]);
+            let rounded = round_to(dtype, w);
+            let error = if g.is_infinite() && g == rounded { 0.0 } else { (g - w).abs() };
+            if error.is_finite() {
+                abs_sum += error;
+                figures.max_abs_error = figures.max_abs_error.max(error);
+            } else if !(g.is_nan() && w.is_nan()) {
+                figures.max_abs_error = f64::INFINITY;
+            }
+            let ulp = if g.is_nan() && w.is_nan() { 0 } else { ulp_distance(dtype, g, rounded) };
+            figures.max_ulp = figures.max_ulp.max(ulp);
+            if !tolerance.accepts(dtype, g, w) {
+                figures.mismatches += 1;
+                first.get_or_insert(i);
+            }
+        }
+        figures.mean_abs_error = if want.is_empty() { 0.0 } else { abs_sum / want.len() as f64 };
+        let failure = first.map(|i| Failure {
+            count: figures.mismatches,
+            total: want.len(),
+            first: Some(format::coordinates(shape, i)),
+            message: format!(
+                "{} of {} elements differ, first {}: got {} want {}",
+                format::count(figures.mismatches),
+                format::count(want.len()),
+                format::coordinates_text(shape, i),
+                format::value_and_bits(dtype, dtype.decode(&got[i * size..]), dtype.bits(&got[i * size..])),
+                format::value_and_bits(dtype, round_to(dtype, want[i]), bits_in(dtype, want[i]))
+            ),
+        });
+        (figures, failure)
+    }
+
+    fn assert_compare_is_the_reference(dtype: DType, got: &[u8], want: &[f64], tolerance: &Tolerance, what: &str) {
+        let shape = [want.len()];
+        let (metrics, failure) = compare(dtype, &shape, got, want, tolerance);
+        let (expected, expected_failure) = reference_compare(dtype, &shape, got, want, tolerance);
+        let context = || format!("{dtype} {tolerance} {what}, {} elements", want.len());
+        assert_eq!(
+            (metrics.elements, metrics.mismatches, metrics.max_ulp, metrics.max_abs_error.to_bits()),
+            (expected.elements, expected.mismatches, expected.max_ulp, expected.max_abs_error.to_bits()),
+            "{}: {metrics:?} against {expected:?}",
+            context()
+        );
+        assert_eq!(failure, expected_failure, "{}", context());
+        let (mean, reference) = (metrics.mean_abs_error, expected.mean_abs_error);
+        assert!(
+            mean == reference || (mean - reference).abs() <= 1e-12 * reference.abs(),
+            "{}: mean {mean:e} against {reference:e}",
+            context()
+        );
+    }
+
+    /// The bits of one element of `dtype` as its bytes.
+    fn element_bytes(dtype: DType, bits: u64) -> Vec<u8> {
+        bits.to_le_bytes()[..dtype.size()].to_vec()
+    }
+
+    /// An oracle value meant to stress the rounding to `dtype`: anywhere from f64 subnormals
+    /// past the type's overflow, the type's own values, ties between two of them and values
+    /// just off a tie, zeros of both signs, infinities and NaN.
+    fn adversarial_want(dtype: DType, stream: &mut crate::inputs::SeededStream) -> f64 {
+        let bits = 8 * dtype.size() as u32;
+        let random_bits = |stream: &mut crate::inputs::SeededStream| stream.next_u64() >> (64 - bits);
+        let value_of = |b: u64| dtype.decode(&element_bytes(dtype, b));
+        let sign = if stream.next_u64() & 1 == 0 { 1.0 } else { -1.0 };
+        match stream.next_int(0, 13) {
+            0..=3 => sign * (1.0 + stream.next_unit()) * 2f64.powi(stream.next_int(-160, 140) as i32),
+            4 => (stream.next_unit() - 0.5) * 8.0,
+            5 => value_of(random_bits(stream)),
+            6 | 7 => {
+                // a tie between two neighbours of the type, or an f64 step to either side of it
+                let b = random_bits(stream) & !(1 << (bits - 1));
+                let (low, high) = (value_of(b), value_of(b + 1));
+                let tie = low + (high - low) / 2.0;
+                match stream.next_int(0, 3) {
+                    0 => sign * tie,
+                    1 => sign * tie.next_up(),
+                    _ => sign * tie.next_down(),
+                }
+            }
+            8 => sign * f64::from_bits(stream.next_u64() >> 12),
+            9 => [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN][stream.next_int(0, 6) as usize],
+            // NaNs of any sign and payload: all ones, one bit, any
+            10 => {
+                f64::from_bits([u64::MAX, 0x7ff0_0000_0000_0001, stream.next_u64() | 0x7ff0_0000_0000_0001][stream.next_int(0, 3) as usize])
+            }
+            11 => {
+                sign * [65504.0, 65519.99, 65520.0, 3.4e38, 3.3961e38, f32::MAX as f64, 3.4028235677973366e38, 1e300]
+                    [stream.next_int(0, 8) as usize]
+            }
+            _ => sign * 2f64.powi(stream.next_int(-150, -100) as i32) * stream.next_unit(),
+        }
+    }
+
+    /// A kernel's element for `want`: the oracle's rounding, or one of the ways to miss it.
+    fn got_for(dtype: DType, want: f64, miss: f64, stream: &mut crate::inputs::SeededStream) -> Vec<u8> {
+        let bits = 8 * dtype.size() as u32;
+        let rounded = bits_in(dtype, want);
+        if stream.next_unit() >= miss {
+            return element_bytes(dtype, rounded);
+        }
+        let sign = 1u64 << (bits - 1);
+        let special = |value: f64| bits_in(dtype, value);
+        let missed = match stream.next_int(0, 9) {
+            0 => rounded.wrapping_add(1),
+            1 => rounded.wrapping_sub(1),
+            2 => special(f64::NAN),
+            3 => special(f64::INFINITY),
+            4 => special(f64::NEG_INFINITY),
+            5 => rounded ^ sign,
+            6 => 0,
+            7 => rounded.wrapping_add(stream.next_int(2, 5) as u64),
+            _ => stream.next_u64(),
+        };
+        element_bytes(dtype, missed & (u64::MAX >> (64 - bits)))
+    }
+
+    #[test]
+    fn compare_agrees_with_the_element_by_element_reference_on_random_and_adversarial_outputs() {
+        let tolerances = [
+            Tolerance::Exact,
+            Tolerance::Ulp(1),
+            Tolerance::Ulp(3),
+            Tolerance::Relative { rtol: 1e-5, atol: 1e-6 },
+            Tolerance::Relative { rtol: 1e-2, atol: 0.0 },
+        ];
+        let mut stream = crate::inputs::SeededStream::new(0x6761_7465);
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            for trial in 0..600 {
+                // lengths about the block's: none, less than one, one and a part, several
+                let len = match trial % 4 {
+                    0 => stream.next_int(0, 3 * BLOCK as i64) as usize,
+                    1 => BLOCK * stream.next_int(0, 8) as usize,
+                    _ => stream.next_int(0, 700) as usize,
+                };
+                let miss = [0.0, 0.0, 1e-3, 0.02, 0.3, 1.0][trial % 6];
+                let want: Vec<f64> = (0..len).map(|_| adversarial_want(dtype, &mut stream)).collect();
+                let got: Vec<u8> = want.iter().flat_map(|&w| got_for(dtype, w, miss, &mut stream)).collect();
+                let tolerance = &tolerances[trial % tolerances.len()];
+                assert_compare_is_the_reference(dtype, &got, &want, tolerance, &format!("trial {trial}"));
+            }
+        }
+    }
+
+    #[test]
+    fn compare_agrees_with_the_reference_over_slices_of_plain_outputs() {
+        let mut stream = crate::inputs::SeededStream::new(17);
+        let tolerance = Tolerance::Relative { rtol: 1e-5, atol: 1e-6 };
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            // a correct output over several slices, then single misses in a few of its blocks
+            let len = 2 * COMPARE_SLICE + 3 * BLOCK + 7;
+            let want: Vec<f64> = (0..len).map(|_| (stream.next_unit() - 0.5) * 8.0).collect();
+            let mut got: Vec<u8> = want.iter().flat_map(|&w| element_bytes(dtype, bits_in(dtype, w))).collect();
+            assert_compare_is_the_reference(dtype, &got, &want, &tolerance, "correct");
+            for _ in 0..6 {
+                let i = stream.next_int(0, len as i64) as usize;
+                let missed = got_for(dtype, want[i], 1.0, &mut stream);
+                got[i * dtype.size()..(i + 1) * dtype.size()].copy_from_slice(&missed);
+                assert_compare_is_the_reference(dtype, &got, &want, &tolerance, &format!("missed at {i}"));
+            }
+        }
+    }
+
+    #[test]
+    fn compare_takes_each_kind_of_element_alone_in_a_block_of_the_oracles_roundings() {
+        let tolerance = Tolerance::Ulp(1);
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            let sign = 1u64 << (8 * dtype.size() - 1);
+            let max = bits_in(dtype, f64::MAX) - 1;
+            // (want, got's bits): NaN against NaN and not, infinities and the oracle's overflow,
+            // -0 against +0, subnormals one unit apart, the largest finite value
+            let cases = [
+                (f64::NAN, bits_in(dtype, f64::NAN)),
+                (f64::NAN, 0),
+                (1.0, bits_in(dtype, f64::NAN)),
+                (f64::INFINITY, bits_in(dtype, f64::INFINITY)),
+                (f64::NEG_INFINITY, bits_in(dtype, f64::INFINITY)),
+                (1e300, bits_in(dtype, f64::INFINITY)),
+                (-1e300, bits_in(dtype, f64::NEG_INFINITY)),
+                (1e300, max),
+                (0.0, sign),
+                (-0.0, 0),
+                (-1e-300, 0),
+                (-1e-300, sign),
+                (dtype.decode(&element_bytes(dtype, 1)), 2),
+                (dtype.decode(&element_bytes(dtype, 1)), 1),
+                (dtype.decode(&element_bytes(dtype, max)), max),
+                (dtype.decode(&element_bytes(dtype, max)), max - 1),
+            ];
+            for (index, (w, bits)) in cases.into_iter().enumerate() {
+                for at in [0, 5, BLOCK - 1, BLOCK, 2 * BLOCK + 3] {
+                    let mut want: Vec<f64> = (0..3 * BLOCK + 1).map(|i| 1.0 + i as f64 / 64.0).collect();
+                    want[at] = w;
+                    let mut got: Vec<u8> = want.iter().flat_map(|&w| element_bytes(dtype, bits_in(dtype, w))).collect();
+                    got[at * dtype.size()..(at + 1) * dtype.size()].copy_from_slice(&element_bytes(dtype, bits));
+                    assert_compare_is_the_reference(dtype, &got, &want, &tolerance, &format!("case {index} at {at}"));
+                }
+            }
+        }
+    }
+
+    /// The fast path's rounding of each of `wants` to `dtype`, a block at a time.
+    fn fast_rounded(dtype: DType, wants: &[f64]) -> Vec<u32> {
+        let block = |want: &[f64]| {
+            let mut padded = [0.0; BLOCK];
+            padded[..want.len()].copy_from_slice(want);
+            let rounded = match dtype {
+                DType::F32 => F32::rounded(&padded),
+                DType::F16 => F16::rounded(&padded),
+                _ => Bf16::rounded(&padded),
+            };
+            rounded[..want.len()].to_vec()
+        };
+        wants.chunks(BLOCK).flat_map(block).collect()
+    }
+
+    fn fast_value(dtype: DType, bits: u32) -> f32 {
+        match dtype {
+            DType::F32 => F32::value(bits),
+            DType::F16 => F16::value(bits),
+            _ => Bf16::value(bits),
+        }
+    }
+
+    /// Where a rounding goes wrong, if anywhere: on each value of the 16-bit types, on each
+    /// tie between two neighbours (the overflow threshold past the largest) and just off
+    /// either, by an f64 step and by steps about f32's unit there (where a rounding to
+    /// nearest in f32 first would make or move a tie), each of both signs.
+    #[test]
+    fn the_fast_paths_16_bit_rounding_is_round_tos_at_every_value_and_tie() {
+        for dtype in [DType::F16, DType::Bf16] {
+            let value_of = |b: u64| dtype.decode(&element_bytes(dtype, b));
+            let infinity = bits_in(dtype, f64::INFINITY);
+            for b in 0..infinity {
+                let low = value_of(b);
+                let high = if b + 1 < infinity { value_of(b + 1) } else { 2.0 * low - value_of(b - 1) };
+                let (unit, tie) = (high - low, low + (high - low) / 2.0);
+                let mut wants = vec![low, low.next_up(), low.next_down(), tie, tie.next_up(), tie.next_down()];
+                for k in [12, 13, 14, 15, 16, 17, 18, 20, 24, 30, 40] {
+                    let step = unit * 2f64.powi(-k);
+                    wants.extend([tie + step, tie - step, low + step, low - step]);
+                }
+                let wants: Vec<f64> = wants.into_iter().flat_map(|w| [w, -w]).collect();
+                for (&w, fast) in wants.iter().zip(fast_rounded(dtype, &wants)) {
+                    let expected = bits_in(dtype, w);
+                    assert_eq!(fast as u64, expected, "{dtype}: {w:e} ({:#x}) gives {fast:#x}, round_to {expected:#x}", w.to_bits());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_paths_rounding_is_round_tos_bit_for_bit_and_a_nan_stays_a_nan() {
+        let mut stream = crate::inputs::SeededStream::new(3);
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            let wants: Vec<f64> = (0..200_000).map(|_| adversarial_want(dtype, &mut stream)).collect();
+            for (&w, fast) in wants.iter().zip(fast_rounded(dtype, &wants)) {
+                let expected = bits_in(dtype, w);
+                if w.is_nan() {
+                    let nan = dtype.decode(&element_bytes(dtype, fast as u64)).is_nan();
+                    assert!(nan, "{dtype}: NaN gives {fast:#x}");
+                } else {
+                    assert_eq!(fast as u64, expected, "{dtype}: {w:e} ({:#x}) gives {fast:#x}, round_to {expected:#x}", w.to_bits());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_paths_values_are_decodes_for_every_16_bit_element() {
+        let f32_bits = [0u32, 1, 0x007f_ffff, 0x0080_0000, 0x3f80_0000, 0x7f7f_ffff, 0x7f80_0000, 0x7f80_0001, 0x7fc0_0000, 0xffff_ffff];
+        let every_16_bit = || (0..=0xffffu32).flat_map(|b| [(DType::F16, b), (DType::Bf16, b)]);
+        let f32_cases = f32_bits.into_iter().flat_map(|b| [(DType::F32, b), (DType::F32, b | 0x8000_0000)]);
+        for (dtype, bits) in every_16_bit().chain(f32_cases) {
+            let expected = dtype.decode(&element_bytes(dtype, bits as u64));
+            let value = f64::from(fast_value(dtype, bits));
+            assert!(
+                value.to_bits() == expected.to_bits() || value.is_nan() && expected.is_nan(),
+                "{dtype} {bits:#x}: {value:e}, decode {expected:e}"
+            );
+        }
+    }
+
+    #[test]
+    fn compare_gives_the_same_figures_on_one_thread_as_on_many() {
+        let mut stream = crate::inputs::SeededStream::new(5);
+        let len = 3 * COMPARE_SLICE + 11;
+        let want: Vec<f64> = (0..len).map(|_| stream.next_normal() * 1e3).collect();
+        let got: Vec<u8> = want.iter().flat_map(|&w| got_for(DType::Bf16, w, 1e-4, &mut stream)).collect();
+        let t = Tolerance::Ulp(1);
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| compare(DType::Bf16, &[len], &got, &want, &t))
+        };
+        let (one, failure) = run(1);
+        let (many, many_failure) = run(4);
+        assert_eq!((one.mean_abs_error.to_bits(), &one, failure), (many.mean_abs_error.to_bits(), &many, many_failure));
     }
 }
