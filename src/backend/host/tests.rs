@@ -143,24 +143,24 @@ fn atomics_from_many_blocks_on_every_worker_are_exact() {
     assert_eq!(read::<i32>(&maximum), vec![n as i32 - 1]);
 
     let down = tensor(&backend, DType::I32, &[0i32]);
-    let float_down = tensor(&backend, DType::F32, &[0f32]);
     let minimum = tensor(&backend, DType::I32, &[i32::MAX]);
-    let float_maximum = tensor(&backend, DType::F32, &[-1f32]);
+    let maximum = tensor(&backend, DType::U32, &[0u32]);
     let winner = tensor(&backend, DType::U32, &[0u32]);
     let exchanged = tensor(&backend, DType::I32, &[0i32]);
+    let float_exchanged = tensor(&backend, DType::F32, &[0f32]);
     m.launch(
         "atomics_more",
         dims(blocks, 128),
         Schedule { block_order: BlockOrder::Shuffled(5), ..Schedule::default() },
-        &[KernelArg::I32(n as i32), ptr(&down), ptr(&float_down), ptr(&minimum), ptr(&float_maximum), ptr(&winner), ptr(&exchanged)],
+        &[KernelArg::I32(n as i32), ptr(&down), ptr(&minimum), ptr(&maximum), ptr(&winner), ptr(&exchanged), ptr(&float_exchanged)],
     )
     .unwrap();
     assert_eq!(read::<i32>(&down), vec![-2 * n as i32]);
-    assert_eq!(read::<f32>(&float_down), vec![-0.5 * n as f32]);
     assert_eq!(read::<i32>(&minimum), vec![0]);
-    assert_eq!(read::<f32>(&float_maximum), vec![(n - 1) as f32]);
+    assert_eq!(read::<u32>(&maximum), vec![n as u32 - 1]);
     let won = read::<u32>(&winner)[0];
     assert!((1..=n as u32).contains(&won), "{won}");
+    assert_eq!(read::<f32>(&float_exchanged), vec![2.5]);
     assert_eq!(read::<i32>(&exchanged), vec![7]);
 }
 

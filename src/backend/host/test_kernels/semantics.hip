@@ -43,18 +43,18 @@ extern "C" __global__ void atomics(const float* x, int n, int* count, float* tot
   atomicMax(maximum, i);
 }
 
-// The other read-modify-writes, of ints and floats: subtraction, minimum and maximum,
-// compare-and-swap (one thread of all wins) and exchange.
-extern "C" __global__ void atomics_more(int n, int* down, float* float_down, int* minimum, float* float_maximum,
-                                        unsigned* winner, int* exchanged) {
+// The other read-modify-writes, in the types CUDA and HIP both have them for: subtraction,
+// minimum and maximum, compare-and-swap (one thread of all wins) and exchange.
+extern "C" __global__ void atomics_more(int n, int* down, int* minimum, unsigned* maximum, unsigned* winner, int* exchanged,
+                                        float* float_exchanged) {
   int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= n) return;
   atomicSub(down, 2);
-  atomicSub(float_down, 0.5f);
   atomicMin(minimum, n - 1 - i);
-  atomicMax(float_maximum, (float)i);
+  atomicMax(maximum, (unsigned)i);
   atomicCAS(winner, 0u, (unsigned)i + 1);
   atomicExch(exchanged, 7);
+  atomicExch(float_exchanged, 2.5f);
 }
 
 // Dynamic shared memory: each block stages its inputs reversed.
