@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use super::{Built, HostBackend, HostOptions};
+use super::{Built, HostBackend, HostCompiler, HostOptions};
 use crate::DType;
 use crate::backend::cache::test_repo::{TempRepo, damages, replace};
 use crate::backend::{Backend, KernelArg, KernelSource, LaunchDims, Schedule};
@@ -171,5 +171,44 @@ fn the_prelude_runtime_is_built_once_for_every_kernel_and_an_altered_one_is_buil
     repo.write("repo/kernels/v.h", &header(2.0));
     assert!(!build(&repo, &first).cached);
     assert_ne!(fs::read(&objects[0]).unwrap(), bytes, "the altered object was linked as it was");
+    assert_eq!(value(&repo, &first), 2.0);
+}
+
+/// The precompiled preludes in the cache (`host-pch/<sha256>/prelude.h.gch`).
+fn precompiled_preludes(repo: &TempRepo) -> Vec<PathBuf> {
+    let dir = repo.cache().join("host-pch");
+    let mut found: Vec<PathBuf> = fs::read_dir(&dir)
+        .map(|d| d.flatten().map(|e| e.path().join("prelude.h.gch")).filter(|p| p.exists()).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+#[test]
+fn the_precompiled_prelude_is_built_once_and_an_altered_one_is_built_again() {
+    let repo = TempRepo::new();
+    let gcc = HostCompiler::discover().unwrap().is_gcc();
+    repo.write("repo/kernels/v.h", &header(1.0));
+    let first = value_source(&repo, "first", "v.h");
+    let second = value_source(&repo, "second", "v.h");
+    assert!(!build(&repo, &first).cached);
+    let precompiled = precompiled_preludes(&repo);
+    if !gcc {
+        assert_eq!(precompiled, Vec::<PathBuf>::new(), "clang builds include the prelude as text");
+        return;
+    }
+    assert_eq!(precompiled.len(), 1, "{precompiled:?}");
+    let made = fs::metadata(&precompiled[0]).unwrap().modified().unwrap();
+    assert!(!build(&repo, &second).cached);
+    assert_eq!(precompiled_preludes(&repo), precompiled);
+    assert_eq!(fs::metadata(&precompiled[0]).unwrap().modified().unwrap(), made);
+    assert_eq!(value(&repo, &second), 1.0);
+    // one whose bytes are not the ones recorded is built again before a kernel includes it
+    let mut bytes = fs::read(&precompiled[0]).unwrap();
+    bytes[100] ^= 0xff;
+    fs::write(&precompiled[0], &bytes).unwrap();
+    repo.write("repo/kernels/v.h", &header(2.0));
+    assert!(!build(&repo, &first).cached);
+    assert_ne!(fs::read(&precompiled[0]).unwrap(), bytes, "the altered precompiled prelude was used as it was");
     assert_eq!(value(&repo, &first), 2.0);
 }

@@ -156,6 +156,11 @@ impl HostCompiler {
         Err(EngineError::NoHostCompiler { tried: candidates.join(", ") })
     }
 
+    /// GCC, not clang (only GCC's builds precompile the prelude).
+    pub fn is_gcc(&self) -> bool {
+        self.is_gcc
+    }
+
     /// The program that reads this compiler's coverage notes: `gcov` beside `g++`
     /// (`g++-12` gives `gcov-12`); none for clang, whose coverage is another format.
     pub fn gcov(&self) -> Option<String> {
@@ -198,19 +203,10 @@ impl HostCompiler {
     /// from, and checked against the SHA-256 recorded beside it before each use: one that
     /// does not match is built again.
     fn runtime_object(&self, prelude: &Path, cache_dir: &Path, kernel_flags: &[String]) -> Result<PathBuf, EngineError> {
-        use sha2::{Digest, Sha256};
         let lint_flags = [super::lint::DUMP_FLAG, super::lint::NARROWING_FLAG_GCC, super::lint::NARROWING_FLAG_CLANG, KERNEL_TU_FLAG];
         let flags: Vec<&String> = kernel_flags.iter().filter(|f| !lint_flags.contains(&f.as_str())).collect();
         let text = read(prelude)?;
-        let mut key = Sha256::new();
-        for part in
-            [self.program.as_bytes(), self.identity.as_bytes(), flags.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(" ").as_bytes()]
-        {
-            key.update((part.len() as u64).to_le_bytes());
-            key.update(part);
-        }
-        key.update(&text);
-        let name = cache::hex(&key.finalize());
+        let name = self.prelude_key(&flags, &text);
         let dir = cache_dir.join("host-runtime");
         let object = dir.join(format!("{name}.o"));
         let recorded = dir.join(format!("{name}.o.sha256"));
@@ -244,6 +240,68 @@ impl HostCompiler {
         cache::write_atomically(&object, &bytes)?;
         cache::write_atomically(&recorded, cache::digest_hex(&bytes).as_bytes())?;
         Ok(object)
+    }
+
+    /// The name of what is built from the prelude's `text` with `flags` by this compiler.
+    fn prelude_key(&self, flags: &[&String], text: &[u8]) -> String {
+        use sha2::{Digest, Sha256};
+        let mut key = Sha256::new();
+        for part in
+            [self.program.as_bytes(), self.identity.as_bytes(), flags.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(" ").as_bytes()]
+        {
+            key.update((part.len() as u64).to_le_bytes());
+            key.update(part);
+        }
+        key.update(text);
+        cache::hex(&key.finalize())
+    }
+
+    /// The prelude precompiled for a kernel's translation unit (GCC's `prelude.h.gch`, beside
+    /// a copy of the prelude that a kernel's compile includes instead of the prelude itself):
+    /// parsing the prelude, `<cmath>` above all, was half of every kernel's compile. Built
+    /// once per prelude, compiler and flags into the cache, and checked against the SHA-256
+    /// recorded beside it before each use, as the runtime object is. None where it does not
+    /// apply (clang, a coverage build) or could not be built: the kernel then includes the
+    /// prelude as text, which gives the same code. A kernel's manifest then lists neither it
+    /// nor the system headers the prelude includes: what it was built from is in the
+    /// kernel's key (the prelude's bytes, the compiler's identity and the flags).
+    fn precompiled_prelude(&self, prelude: &Path, cache_dir: &Path, kernel_flags: &[String]) -> Option<PathBuf> {
+        if !self.is_gcc || !kernel_flags.iter().any(|f| f == KERNEL_TU_FLAG) {
+            return None;
+        }
+        let text = read(prelude).ok()?;
+        let flags: Vec<&String> = kernel_flags.iter().collect();
+        let dir = cache_dir.join("host-pch").join(self.prelude_key(&flags, &text));
+        let (header, compiled, recorded) = (dir.join("prelude.h"), dir.join("prelude.h.gch"), dir.join("prelude.h.gch.sha256"));
+        let intact = || -> bool {
+            let (Ok(copy), Ok(bytes), Ok(sum)) = (fs::read(&header), fs::read(&compiled), fs::read_to_string(&recorded)) else {
+                return false;
+            };
+            copy == text && cache::digest_hex(&bytes) == sum.trim()
+        };
+        // the build threads of one process build it once between them
+        static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = BUILDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if intact() {
+            return Some(header);
+        }
+        let work = BuildDir::new(cache_dir, "host-pch").ok()?;
+        // compiled under the name `prelude.h` in the work folder: the line tables of the
+        // kernels that use it name `prelude.h`, no folder of this machine
+        fs::write(work.path().join("prelude.h"), &text).ok()?;
+        let mut compile = Command::new(&self.program);
+        compile.args(&flags).current_dir(work.path());
+        if let Some(map) = work.path().to_str().and_then(|work| prefix_map("-fdebug-prefix-map", work, ".")) {
+            compile.arg(map);
+        }
+        compile.args(["-x", "c++-header", "prelude.h", "-o", "prelude.h.gch"]);
+        self.run(compile, "the host prelude, precompiled", "compile").ok()?;
+        let bytes = fs::read(work.path().join("prelude.h.gch")).ok()?;
+        fs::create_dir_all(&dir).ok()?;
+        cache::write_atomically(&header, &text).ok()?;
+        cache::write_atomically(&compiled, &bytes).ok()?;
+        cache::write_atomically(&recorded, cache::digest_hex(&bytes).as_bytes()).ok()?;
+        Some(header)
     }
 
     /// The shared library of this source: from the cache when every file the last build of
@@ -340,6 +398,7 @@ impl HostCompiler {
 
         let object_file = work.join(format!("{object_name}.o"));
         let link = RepositoryLink::make(work, source_prefix.as_deref());
+        let included = self.precompiled_prelude(prelude, cache_dir, flags).unwrap_or_else(|| RepositoryLink::through(&link, prelude));
         let compiler = |input: &Path| {
             let mut command = Command::new(&self.program);
             command.args(flags);
@@ -362,7 +421,7 @@ impl HostCompiler {
             for dir in &source.include_dirs {
                 command.arg("-I").arg(RepositoryLink::through(&link, dir));
             }
-            command.arg("-include").arg(RepositoryLink::through(&link, prelude));
+            command.arg("-include").arg(&included);
             command.arg("-c").arg(input.strip_prefix(work).unwrap_or(input));
             command
         };
