@@ -525,10 +525,12 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         units.push((contract, Some(control), vec![contract.record(&control.record).unwrap()]));
     }
     let threads = settings.jobs.clamp(1, units.len().max(1));
-    // each pool thread's first process, started now: it opens its backend (on a GPU, its
-    // device context: most of a process's start-up) while the kernels build
-    let mut prestarted: Vec<Supervised> =
-        if units.is_empty() { Vec::new() } else { (0..threads).filter_map(|_| start_fresh(command, "spare").ok()).collect() };
+    // the processes of the first units, one a thread, started now: each opens its backend
+    // (on a GPU, its device context: most of a process's start-up) while the kernels build.
+    // Each is labelled as its unit, and serves it unless a kept worker takes that job.
+    let prestarted: Mutex<Vec<Option<Supervised>>> = Mutex::new(
+        units.iter().take(threads).map(|(contract, control, _)| start_fresh(command, &unit_label(contract, *control)).ok()).collect(),
+    );
 
     // every kernel built first, on all cores, in one child: the record children then load
     // from the cache. A build that fails or crashes here is built again, and reported, by
@@ -553,10 +555,10 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         for _ in 0..threads {
             let sender = sender.clone();
             let (units, next_unit, unbuilt, built, stopped, large_cases) = (&units, &next_unit, &unbuilt, &built, &stopped, &large_cases);
-            let spare = prestarted.pop();
+            let prestarted = &prestarted;
             scope.spawn(move || {
                 // this thread's processes between units
-                let mut slot = Slot { idle: None, spare };
+                let mut slot = Slot::default();
                 let more = || next_unit.load(std::sync::atomic::Ordering::Relaxed) < units.len();
                 loop {
                     if stopped.load(std::sync::atomic::Ordering::Relaxed) {
@@ -564,6 +566,11 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                     }
                     let index = next_unit.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((contract, control, records)) = units.get(index) else { break };
+                    let ready = prestarted.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index).and_then(Option::take);
+                    if let Some(mut unneeded) = ready.and_then(|process| slot.spare.replace(process)) {
+                        unneeded.kill();
+                        let _ = unneeded.finish();
+                    }
                     let mut emit = |result: RecordResult| {
                         if settings.fail_fast && result.red() {
                             stopped.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -748,6 +755,14 @@ impl Slot {
     }
 }
 
+/// What a unit's processes are labelled (`ps` shows it): its control's file, else its op.
+fn unit_label(contract: &Contract, control: Option<&Control>) -> String {
+    match control {
+        Some(c) => format!("control {}", c.file),
+        None => contract.op.name.to_string(),
+    }
+}
+
 /// A new process with a temporary folder of its own, waiting for its first job.
 fn start_fresh(command: &ChildCommand, label: &str) -> Result<Supervised, String> {
     let temp = TempFolder::create().map_err(|e| format!("could not create a temporary folder for its process: {e}"))?;
@@ -818,10 +833,7 @@ enum Ending {
 /// last record errors instead.
 fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResult), slot: &mut Slot, more: &dyn Fn() -> bool) {
     let mut remaining: VecDeque<&Record> = records.into();
-    let label = match unit.control {
-        Some(c) => format!("control {}", c.file),
-        None => unit.contract.op.name.to_string(),
-    };
+    let label = unit_label(unit.contract, unit.control);
     // set when a worker declined the job: the next try is a fresh process
     let mut fresh_only = false;
     while !remaining.is_empty() {
