@@ -247,10 +247,7 @@ impl Stored for F16 {
     /// block, so that the second runs on four elements to a register, not two as f64s do.
     #[inline(always)]
     fn rounded(want: &[f64; BLOCK]) -> [u32; BLOCK] {
-        let mut rounded = [0; BLOCK];
-        for (bits, &w) in rounded.iter_mut().zip(want) {
-            *bits = round_to_odd_f32(w);
-        }
+        let mut rounded = block_to_odd_f32(want);
         for bits in &mut rounded {
             let (sign, magnitude) = (*bits & 0x8000_0000, *bits & 0x7fff_ffff);
             // below f16's smallest normal, 2^-14: adding 0.5 puts f16's subnormal quantum,
@@ -297,10 +294,7 @@ impl Stored for Bf16 {
     /// it, subnormals and the carry to infinity included (two passes, as f16's).
     #[inline(always)]
     fn rounded(want: &[f64; BLOCK]) -> [u32; BLOCK] {
-        let mut rounded = [0; BLOCK];
-        for (bits, &w) in rounded.iter_mut().zip(want) {
-            *bits = round_to_odd_f32(w);
-        }
+        let mut rounded = block_to_odd_f32(want);
         for bits in &mut rounded {
             let nearest = bits.wrapping_add(0x7fff).wrapping_add((*bits >> 16) & 1) >> 16;
             *bits = if *bits & 0x7fff_ffff > 0x7f80_0000 { 0x7fc0 } else { nearest };
@@ -311,6 +305,16 @@ impl Stored for Bf16 {
     fn value(bits: u32) -> f32 {
         f32::from_bits(bits << 16)
     }
+}
+
+/// [`round_to_odd_f32`] of each of a block's values: the first pass of f16's and bf16's rounding.
+#[inline(always)]
+fn block_to_odd_f32(want: &[f64; BLOCK]) -> [u32; BLOCK] {
+    let mut rounded = [0; BLOCK];
+    for (bits, &w) in rounded.iter_mut().zip(want) {
+        *bits = round_to_odd_f32(w);
+    }
+    rounded
 }
 
 /// The bits of `want` rounded to odd in f32: toward zero, with the last bit set where that

@@ -210,14 +210,10 @@ impl HostCompiler {
         let dir = cache_dir.join("host-runtime");
         let object = dir.join(format!("{name}.o"));
         let recorded = dir.join(format!("{name}.o.sha256"));
-        let intact = || -> bool {
-            let (Ok(bytes), Ok(sum)) = (fs::read(&object), fs::read_to_string(&recorded)) else { return false };
-            cache::digest_hex(&bytes) == sum.trim()
-        };
         // the build threads of one process build it once between them
         static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _one = BUILDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if intact() {
+        if matches_recorded(&object, &recorded) {
             return Ok(object);
         }
         let work = BuildDir::new(cache_dir, "host-runtime")?;
@@ -237,8 +233,7 @@ impl HostCompiler {
         let built = work.path().join("runtime.o");
         let bytes = fs::read(&built).map_err(|e| EngineError::Cache { path: built.clone(), source: e })?;
         fs::create_dir_all(&dir).map_err(|e| EngineError::Cache { path: dir.clone(), source: e })?;
-        cache::write_atomically(&object, &bytes)?;
-        cache::write_atomically(&recorded, cache::digest_hex(&bytes).as_bytes())?;
+        store_recorded(&object, &recorded, &bytes)?;
         Ok(object)
     }
 
@@ -273,16 +268,10 @@ impl HostCompiler {
         let flags: Vec<&String> = kernel_flags.iter().collect();
         let dir = cache_dir.join("host-pch").join(self.prelude_key(&flags, &text));
         let (header, compiled, recorded) = (dir.join("prelude.h"), dir.join("prelude.h.gch"), dir.join("prelude.h.gch.sha256"));
-        let intact = || -> bool {
-            let (Ok(copy), Ok(bytes), Ok(sum)) = (fs::read(&header), fs::read(&compiled), fs::read_to_string(&recorded)) else {
-                return false;
-            };
-            copy == text && cache::digest_hex(&bytes) == sum.trim()
-        };
         // the build threads of one process build it once between them
         static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _one = BUILDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if intact() {
+        if fs::read(&header).is_ok_and(|copy| copy == text) && matches_recorded(&compiled, &recorded) {
             return Some(header);
         }
         let work = BuildDir::new(cache_dir, "host-pch").ok()?;
@@ -299,8 +288,7 @@ impl HostCompiler {
         let bytes = fs::read(work.path().join("prelude.h.gch")).ok()?;
         fs::create_dir_all(&dir).ok()?;
         cache::write_atomically(&header, &text).ok()?;
-        cache::write_atomically(&compiled, &bytes).ok()?;
-        cache::write_atomically(&recorded, cache::digest_hex(&bytes).as_bytes()).ok()?;
+        store_recorded(&compiled, &recorded, &bytes).ok()?;
         Some(header)
     }
 
@@ -564,6 +552,19 @@ fn prefix_map(flag: &str, from: &str, to: &str) -> Option<String> {
 /// includes are looked for beside it first, so one with `..` may be read through the build
 /// folder (`<build>/../../x.h`): such a path is resolved to the file it reached, as the
 /// build folder is gone by the next lookup.
+/// Whether `file`'s bytes still have the SHA-256 recorded in `recorded` (a cache artifact
+/// built from the prelude, checked before each use).
+fn matches_recorded(file: &Path, recorded: &Path) -> bool {
+    let (Ok(bytes), Ok(sum)) = (fs::read(file), fs::read_to_string(recorded)) else { return false };
+    cache::digest_hex(&bytes) == sum.trim()
+}
+
+/// `bytes` written to `file`, then their SHA-256 to `recorded` ([`matches_recorded`]).
+fn store_recorded(file: &Path, recorded: &Path, bytes: &[u8]) -> Result<(), EngineError> {
+    cache::write_atomically(file, bytes)?;
+    cache::write_atomically(recorded, cache::digest_hex(bytes).as_bytes())
+}
+
 pub(super) fn files_read(depfile_paths: &[String], work: &Path) -> Vec<PathBuf> {
     let real_work = work.canonicalize().unwrap_or_else(|_| work.to_path_buf());
     let reached = |path: PathBuf| {
