@@ -1,6 +1,7 @@
 //! An oracle's throughput, in input elements per second: rms_norm over 1024 rows of 4096,
 //! and softmax_stats over as many scores in tiles of 256, as the runner calls them (on
-//! inputs already decoded to f64).
+//! inputs already decoded to f64), and gemm_xwt's products per second (the projection's
+//! oracle: x [256, 1024] times W [1024, 1024] transposed, 268 M products).
 
 use std::collections::BTreeMap;
 
@@ -61,6 +62,18 @@ fn calls(rows: usize, k: usize) -> [Call; 2] {
     ]
 }
 
+/// gemm_xwt over m rows of x [m, k] and W [n, k].
+fn gemm(m: usize, n: usize, k: usize) -> Call {
+    Call {
+        name: "gemm_xwt",
+        symbols: [("m", m), ("n", n), ("k", k)].iter().map(|(s, v)| (s.to_string(), *v as i64)).collect(),
+        params: BTreeMap::new(),
+        inputs: [("x".to_string(), values(m * k, 4)), ("w".to_string(), values(n * k, 5))].into(),
+    }
+}
+
+const GEMM: (usize, usize, usize) = (256, 1024, 1024);
+
 struct Oracles;
 
 impl Measure for Oracles {
@@ -70,6 +83,13 @@ impl Measure for Oracles {
         for call in calls(ROWS, K) {
             group.bench_function(call.name, |b| b.iter(|| call.run()));
         }
+        group.finish();
+
+        let (m, n, k) = GEMM;
+        let call = gemm(m, n, k);
+        let mut group = c.benchmark_group(measure::group("oracle products"));
+        group.throughput(Throughput::Elements((m * n * k) as u64)).sampling_mode(SamplingMode::Flat).sample_size(10);
+        group.bench_function(call.name, |b| b.iter(|| call.run()));
         group.finish();
         c.final_summary();
     }
@@ -81,6 +101,7 @@ fn main() {
         let [rms, softmax] = calls(3, 512);
         assert_eq!(rms.run(), 3 * 512);
         assert_eq!(softmax.run(), 2 * 3 * 2);
+        assert_eq!(gemm(33, 9, 70).run(), 33 * 9);
         return;
     }
     measure::criterion(Oracles);
