@@ -19,6 +19,9 @@ const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 /// thread pool would cost more than it saves.
 const PARALLEL_ELEMENTS: usize = 1 << 20;
 
+/// Normals made side by side (`SeededStream::next_normals`).
+const NORMALS_AT_ONCE: usize = 8;
+
 /// splitmix64: tiny, fast, and every output is a bijection of the state.
 #[derive(Clone, Debug)]
 pub struct SeededStream {
@@ -59,6 +62,22 @@ impl SeededStream {
         self.state = base.wrapping_add(12u64.wrapping_mul(GOLDEN_GAMMA));
         let draws: [f64; 12] = std::array::from_fn(|i| unit_of(mix(base.wrapping_add((i as u64 + 1).wrapping_mul(GOLDEN_GAMMA)))));
         draws.iter().fold(0.0, |sum, u| sum + u) - 6.0
+    }
+
+    /// The next `N` draws of `next_normal`, the same values: the `N` sums' adds do not wait on
+    /// one another, so they overlap where one normal at a time waited on each of its 11 adds
+    /// (normals were a third of the speed of uniforms, and gigabyte inputs are normals).
+    #[inline]
+    pub fn next_normals<const N: usize>(&mut self) -> [f64; N] {
+        let base = self.state;
+        self.state = base.wrapping_add((12 * N as u64).wrapping_mul(GOLDEN_GAMMA));
+        let mut sums = [0.0; N];
+        for draw in 0..12 {
+            for (element, sum) in sums.iter_mut().enumerate() {
+                *sum += unit_of(mix(base.wrapping_add(((element * 12 + draw) as u64 + 1).wrapping_mul(GOLDEN_GAMMA))));
+            }
+        }
+        sums.map(|sum| sum - 6.0)
     }
 
     /// Uniform integer in [low, high) (multiply-shift, no modulo bias worth naming).
@@ -591,9 +610,22 @@ impl Generator {
         };
         let fill = |first: usize, piece: &mut [u8]| {
             let mut stream = SeededStream::at(seed, first as u64 * draws);
+            if let Generator::Normal { mean, std } = self {
+                // several elements at a time, then the rest one by one: the same draws in order
+                let mut groups = piece.chunks_exact_mut(NORMALS_AT_ONCE * size);
+                for group in &mut groups {
+                    for (value, chunk) in stream.next_normals::<NORMALS_AT_ONCE>().iter().zip(group.chunks_exact_mut(size)) {
+                        dtype.encode(mean + std * value, chunk);
+                    }
+                }
+                for chunk in groups.into_remainder().chunks_mut(size) {
+                    dtype.encode(mean + std * stream.next_normal(), chunk);
+                }
+                return;
+            }
             for chunk in piece.chunks_mut(size) {
                 let value = match self {
-                    Generator::Normal { mean, std } => mean + std * stream.next_normal(),
+                    Generator::Normal { .. } => unreachable!("made above"),
                     Generator::Uniform { low, high } => low + (high - low) * stream.next_unit(),
                     Generator::Int { .. } => stream.next_int(low, high) as f64,
                     Generator::Constant(v) => *v,
@@ -630,6 +662,23 @@ mod tests {
                 assert_eq!(chunk, (value as f32).to_le_bytes(), "{generator} element {i}");
             }
         }
+    }
+
+    #[test]
+    fn normals_side_by_side_are_the_draws_one_at_a_time() {
+        fn check<const N: usize>(seed: u64) {
+            let (mut together, mut alone) = (SeededStream::new(seed), SeededStream::new(seed));
+            for _ in 0..3 {
+                let values = together.next_normals::<N>();
+                for value in values {
+                    assert_eq!(value.to_bits(), alone.next_normal().to_bits(), "N = {N}");
+                }
+            }
+            assert_eq!(together.next_u64(), alone.next_u64(), "N = {N}: the streams go on alike");
+        }
+        check::<1>(3);
+        check::<3>(u64::MAX);
+        check::<8>(0x6b65_726e_656c);
     }
 
     /// If this test fails, every contract's inputs changed: the generator must never change.
