@@ -7,6 +7,7 @@ pub mod hip;
 pub mod host;
 #[doc(hidden)]
 pub mod memory;
+pub mod pool;
 pub mod preludes;
 pub mod static_checks;
 pub mod symbols;
@@ -218,6 +219,16 @@ pub trait DeviceBuffer: Send + Sync {
     fn device_address(&self) -> u64;
     fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError>;
     fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError>;
+    /// Every byte set to zero, as a fresh allocation's (a buffer used again, `pool`).
+    fn zero(&mut self) -> Result<(), EngineError> {
+        const PIECE: usize = 1 << 20;
+        let zeros = vec![0u8; PIECE.min(self.len())];
+        for offset in (0..self.len()).step_by(PIECE) {
+            let end = (offset + PIECE).min(self.len());
+            self.write(offset, &zeros[..end - offset])?;
+        }
+        Ok(())
+    }
 }
 
 /// Resource usage of one compiled kernel, as its compiler or the runtime reports it, by

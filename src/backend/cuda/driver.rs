@@ -239,8 +239,15 @@ impl DeviceMemory {
         let mut pointer: CUdeviceptr = 0;
         driver.check("cuMemAlloc_v2", unsafe { (driver.api.cuMemAlloc_v2)(&mut pointer, len) })?;
         let memory = DeviceMemory { context: context.clone(), pointer, len };
-        driver.check("cuMemsetD8_v2", unsafe { (driver.api.cuMemsetD8_v2)(pointer, 0, len) })?;
+        memory.zero()?;
         Ok(memory)
+    }
+
+    /// Every byte set to zero (cuMemsetD8_v2).
+    pub fn zero(&self) -> Result<(), EngineError> {
+        self.context.bind()?;
+        let driver = &self.context.driver;
+        driver.check("cuMemsetD8_v2", unsafe { (driver.api.cuMemsetD8_v2)(self.pointer, 0, self.len) })
     }
 
     pub fn address(&self) -> CUdeviceptr {

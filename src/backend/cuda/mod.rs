@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::EngineError;
+use crate::backend::pool::BufferPool;
 use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
 use cublas::{BlasHandle, Cublas};
 use driver::{Context, DeviceMemory, Driver, LoadedModule, Stream};
@@ -157,6 +158,8 @@ pub struct CudaBackend {
     driver_version: i32,
     modules: Mutex<HashMap<PathBuf, Arc<CudaModule>>>,
     blas: OnceLock<Result<Arc<Cublas>, String>>,
+    /// Tensors' device buffers, kept for the next tensor of the same size.
+    buffers: Arc<BufferPool>,
 }
 
 /// What launches need of the device: its primary context, and the stream on it.
@@ -198,6 +201,7 @@ impl CudaBackend {
             modules: Mutex::new(HashMap::new()),
             blas: OnceLock::new(),
             blas_handle_slot: std::sync::Mutex::new(None),
+            buffers: BufferPool::new(),
         })
     }
 
@@ -295,7 +299,8 @@ impl Backend for CudaBackend {
     }
 
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
-        Ok(Box::new(CudaBuffer { memory: DeviceMemory::allocate(&self.opened()?.context, bytes)? }))
+        let context = self.opened()?.context.clone();
+        self.buffers.allocate(bytes, |bytes| Ok(Box::new(CudaBuffer { memory: DeviceMemory::allocate(&context, bytes)? })))
     }
 
     fn has_live_limits(&self) -> bool {
@@ -379,6 +384,10 @@ impl DeviceBuffer for CudaBuffer {
 
     fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
         self.memory.read(offset, bytes)
+    }
+
+    fn zero(&mut self) -> Result<(), EngineError> {
+        self.memory.zero()
     }
 }
 

@@ -24,6 +24,7 @@ pub use compile::{BuildMode, Built, CoverageNotes, GCOV_STRIP_ALL, HostCompiler,
 pub use runtime::{start_block_workers, worker_count};
 
 use crate::EngineError;
+use crate::backend::pool::BufferPool;
 use crate::backend::{Backend, DeviceBuffer, GemmBf16, KernelSource, LaunchReport, Module};
 
 #[derive(Clone, Debug)]
@@ -43,6 +44,8 @@ pub struct HostBackend {
     mode: BuildMode,
     compiler: HostCompiler,
     modules: Mutex<HashMap<PathBuf, Arc<runtime::HostModule>>>,
+    /// Tensors' buffers, kept for the next tensor of the same size.
+    buffers: Arc<BufferPool>,
 }
 
 impl HostBackend {
@@ -57,7 +60,7 @@ impl HostBackend {
             return Err(EngineError::Op { op: "host backend".into(), reason: format!("warp size {} (32 or 64)", options.warp_size) });
         }
         let compiler = HostCompiler::discover()?;
-        Ok(HostBackend { options, mode: BuildMode::Normal, compiler, modules: Mutex::new(HashMap::new()) })
+        Ok(HostBackend { options, mode: BuildMode::Normal, compiler, modules: Mutex::new(HashMap::new()), buffers: BufferPool::new() })
     }
 
     pub fn compiler(&self) -> &HostCompiler {
@@ -92,7 +95,7 @@ impl Backend for HostBackend {
     }
 
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
-        Ok(Box::new(HostBuffer::new(bytes)?))
+        self.buffers.allocate(bytes, |bytes| Ok(Box::new(HostBuffer::new(bytes)?)))
     }
 
     fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
@@ -181,6 +184,12 @@ impl DeviceBuffer for HostBuffer {
     fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
         self.check(offset, bytes.len())?;
         unsafe { std::ptr::copy_nonoverlapping(self.pointer.add(offset), bytes.as_mut_ptr(), bytes.len()) };
+        Ok(())
+    }
+
+    fn zero(&mut self) -> Result<(), EngineError> {
+        // SAFETY: the allocation is `layout.size()` bytes from `pointer`, and this buffer's own
+        unsafe { std::ptr::write_bytes(self.pointer, 0, self.layout.size()) };
         Ok(())
     }
 }
