@@ -548,8 +548,9 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // `--fail-fast`: set at the first red record; no unit starts after it
     let stopped = std::sync::atomic::AtomicBool::new(false);
     let (sender, results) = mpsc::channel::<(usize, UnitMessage)>();
-    // held by a unit whose records run GPU-only cases: each such case holds gigabytes of
-    // inputs, read-backs and oracle values in host memory, so two at once could exhaust it
+    // held by a unit whose records run a case of gigabytes (`holds_gigabytes`): such a case
+    // holds several times that in host memory (inputs, read-backs, decoded values, the
+    // oracle's), so two at once could exhaust it
     let large_cases = std::sync::Mutex::new(());
     std::thread::scope(|scope| {
         for _ in 0..threads {
@@ -597,8 +598,9 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                                 && !matches!(contract.reference, crate::contract::Reference::Cpp(_))
                                 && keys.iter().all(|k| built.contains(k));
                             let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell, keys, poolable };
-                            let large =
-                                runner::cases_run_for(contract, &info.arch, *control).iter().any(|i| contract.cases[*i].gpu_only.is_some());
+                            let large = runner::cases_run_for(contract, &info.arch, *control)
+                                .iter()
+                                .any(|i| holds_gigabytes(records, &contract.cases[*i]));
                             let _one_at_a_time = large.then(|| large_cases.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
                         }
@@ -705,6 +707,24 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -
         })
         .collect();
     (unbuilt, built)
+}
+
+/// A case's tensors at or past this many bytes in some record make its unit run alone.
+const LARGE_CASE_BYTES: usize = 1 << 30;
+
+/// Whether a GPU-only case's tensors hold at least `LARGE_CASE_BYTES` in one of the records.
+/// Most GPU-only cases are GPU-only for their block count (65,535 blocks of one element each)
+/// or their arithmetic (a 4,096-cubed projection), not their size: holding every unit with a
+/// GPU-only case to one at a time ran most of the sm_90 suite one contract after another.
+fn holds_gigabytes(records: &[&Record], case: &crate::contract::Case) -> bool {
+    let bytes = |record: &Record| -> usize {
+        let of = |(name, shape): (&String, &Vec<usize>)| {
+            let size = record.dtypes.get(name).map_or(8, |dtype| dtype.size());
+            shape.iter().product::<usize>().saturating_mul(size)
+        };
+        case.shapes.iter().map(of).fold(0, usize::saturating_add)
+    };
+    case.gpu_only.is_some() && records.iter().any(|record| bytes(record) >= LARGE_CASE_BYTES)
 }
 
 /// A record's time limit: its control's, else its contract's, else the run's (`--timeout`,
@@ -1517,6 +1537,24 @@ mod tests {
         let control =
             Control::load(&settings.controls_dir.join("faults/never_returns.toml"), "never_returns.toml", &settings.root).unwrap();
         assert_eq!(time_limit(&settings, &contract, Some(&control)), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn only_a_gpu_only_case_of_gigabytes_runs_alone() {
+        let settings = runner::tests_settings();
+        let large = |op: &str| -> Vec<bool> {
+            let path = settings.contracts_dir.join(format!("{op}.toml"));
+            let contract = Contract::parse(&format!("contracts/{op}.toml"), &std::fs::read_to_string(path).unwrap()).unwrap();
+            let records: Vec<&Record> = contract.records.iter().collect();
+            contract.cases.iter().filter(|c| c.gpu_only.is_some()).map(|c| holds_gigabytes(&records, c)).collect()
+        };
+        // a 4 GiB key cache past 2^31 elements, and 65,535 one-element rows
+        assert_eq!(large("tf_score_keys"), [true, false]);
+        // 65,537 one-element rows, and 2^31 partials (12 GiB)
+        assert_eq!(large("tf_sum_partials"), [false, true]);
+        // 69 G products of 32 MiB inputs; 65,537 rows of 2
+        assert_eq!(large("projection_bf16"), [false]);
+        assert_eq!(large("tf_rms"), [false]);
     }
 
     #[test]
