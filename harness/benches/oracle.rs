@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use criterion::measurement::Measurement;
 use criterion::{Criterion, SamplingMode, Throughput};
 use engine::shape_expr::Symbols;
-use harness::oracle::{self, OracleInput};
+use harness::oracle::{self, OracleInput, Params};
 
 #[path = "../../benches/common/measure.rs"]
 mod measure;
@@ -38,7 +38,8 @@ struct Call {
 impl Call {
     fn run(&self) -> usize {
         let oracle = oracle::find(self.name).expect("an oracle of the harness");
-        let input = OracleInput { symbols: &self.symbols, params: &self.params, inputs: &self.inputs };
+        let params = Params::new(&self.params);
+        let input = OracleInput { symbols: &self.symbols, params: &params, inputs: &self.inputs };
         let outputs = oracle(&input).unwrap_or_else(|e| panic!("{}: {e}", self.name));
         outputs.values().map(Vec::len).sum()
     }

@@ -15,13 +15,17 @@ use crate::builds::Checker;
 use crate::contract::{Case, Contract, Record, Reference, params_for};
 use crate::format;
 use crate::gates::Failure;
-use crate::oracle::{OracleInput, Outputs};
+use crate::oracle::{OracleInput, Outputs, Params};
 use crate::runner::error_chain;
 
 /// Each output's bytes as a replaced kernel wrote them.
 pub(crate) type Bits = BTreeMap<String, Vec<u8>>;
 
-/// The values each output must have for this case, and for a replacement the bits too.
+/// The parameters an oracle read, each with its value's bits (none: it had none).
+pub(crate) type ParamsRead = Vec<(String, Option<u64>)>;
+
+/// The values each output must have for this case, and for a replacement the bits too; for
+/// an oracle of the harness, the parameters it read (the values follow from those alone).
 pub(crate) fn want(
     checker: &Checker,
     backend: &dyn Backend,
@@ -30,12 +34,13 @@ pub(crate) fn want(
     case: &Case,
     values: &BTreeMap<String, Vec<f64>>,
     bytes: &BTreeMap<String, Arc<Vec<u8>>>,
-) -> Result<(Outputs, Option<Bits>), String> {
+) -> Result<(Outputs, Option<Bits>, ParamsRead), String> {
     let name = contract.reference.name();
     match checker {
         Checker::Oracle(function) => {
-            let input = OracleInput { symbols: &case.symbols, params: &record.params, inputs: values };
-            function(&input).map(|w| (w, None)).map_err(|e| format!("oracle {name}: {e}"))
+            let params = Params::new(&record.params);
+            let input = OracleInput { symbols: &case.symbols, params: &params, inputs: values };
+            function(&input).map(|w| (w, None, params.read())).map_err(|e| format!("oracle {name}: {e}"))
         }
         Checker::Cpp(library) => {
             let op = contract.op;
@@ -52,7 +57,7 @@ pub(crate) fn want(
             let params: Vec<f64> = op.params.iter().map(|p| record.params[p.name]).collect();
             library.call(&mut tensors, &symbols, &params)?;
             let outputs = op.tensors.iter().zip(tensors).filter(|(t, _)| t.role == Role::Output).map(|(t, v)| (t.name.to_string(), v));
-            Ok((outputs.collect(), None))
+            Ok((outputs.collect(), None, Vec::new()))
         }
         Checker::Replaces { op, module } => {
             let text = |e: engine::EngineError| format!("the kernel of `{}`, which this one replaces: {}", op.name, error_chain(&e));
@@ -83,7 +88,7 @@ pub(crate) fn want(
                 want.insert(t.name.to_string(), read.chunks(tensor.dtype.size()).map(|c| tensor.dtype.decode(c)).collect());
                 bits.insert(t.name.to_string(), read);
             }
-            Ok((want, Some(bits)))
+            Ok((want, Some(bits), Vec::new()))
         }
     }
 }

@@ -2,14 +2,41 @@
 //! Inputs arrive decoded from the bytes the kernel read; outputs are exact-as-f64 values
 //! that the tolerance model compares against.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 
 use engine::shape_expr::Symbols;
 
 pub struct OracleInput<'a> {
     pub symbols: &'a Symbols,
-    pub params: &'a BTreeMap<String, f64>,
+    pub params: &'a Params<'a>,
     pub inputs: &'a BTreeMap<String, Vec<f64>>,
+}
+
+/// A record's parameters as an oracle sees them, and which of them it read. An oracle is a
+/// function of its inputs, its case's symbols and the parameters it reads, so its outputs
+/// serve any record with the same values of those (the runner keeps them so: two records that
+/// differ in a launcher's parameter, or in an output's type alone, run it once).
+pub struct Params<'a> {
+    values: &'a BTreeMap<String, f64>,
+    read: Mutex<BTreeSet<String>>,
+}
+
+impl<'a> Params<'a> {
+    pub fn new(values: &'a BTreeMap<String, f64>) -> Params<'a> {
+        Params { values, read: Mutex::default() }
+    }
+
+    fn get(&self, name: &str) -> Option<f64> {
+        self.read.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string());
+        self.values.get(name).copied()
+    }
+
+    /// Each parameter read so far, with its value's bits (none: it had no value).
+    pub fn read(&self) -> Vec<(String, Option<u64>)> {
+        let read = self.read.lock().unwrap_or_else(|p| p.into_inner());
+        read.iter().map(|name| (name.clone(), self.values.get(name).map(|v| v.to_bits()))).collect()
+    }
 }
 
 impl OracleInput<'_> {
@@ -19,7 +46,7 @@ impl OracleInput<'_> {
 
     #[allow(dead_code)]
     fn param(&self, name: &str) -> Result<f64, String> {
-        self.params.get(name).copied().ok_or_else(|| format!("oracle needs parameter `{name}`"))
+        self.params.get(name).ok_or_else(|| format!("oracle needs parameter `{name}`"))
     }
 
     fn input(&self, name: &str) -> Result<&[f64], String> {
@@ -634,7 +661,7 @@ mod tests {
         let symbols: Symbols = symbols.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         let params: BTreeMap<String, f64> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         let inputs: BTreeMap<String, Vec<f64>> = inputs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        find(name).unwrap()(&OracleInput { symbols: &symbols, params: &params, inputs: &inputs }).unwrap()
+        find(name).unwrap()(&OracleInput { symbols: &symbols, params: &Params::new(&params), inputs: &inputs }).unwrap()
     }
 
     #[test]

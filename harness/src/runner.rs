@@ -815,20 +815,46 @@ impl Loaded {
 pub(crate) struct InputCache {
     bytes: HashMap<InputKey, Arc<Vec<u8>>>,
     values: HashMap<InputKey, Arc<Vec<f64>>>,
-    oracles: HashMap<OracleKey, Arc<crate::oracle::Outputs>>,
+    /// Each oracle's outputs by what they follow from: the key, and the parameters it read.
+    oracles: HashMap<OracleKey, Vec<(checked::ParamsRead, Arc<crate::oracle::Outputs>)>>,
+    /// Values of every output kept in `oracles`.
+    oracle_values: usize,
+}
+
+impl InputCache {
+    /// The outputs an oracle gave on these inputs and case, where the parameters it read then
+    /// have the same values in `params`.
+    fn oracle_for(&self, key: &OracleKey, params: &BTreeMap<String, f64>) -> Option<Arc<crate::oracle::Outputs>> {
+        let same = |read: &checked::ParamsRead| read.iter().all(|(name, bits)| params.get(name).map(|v| v.to_bits()) == *bits);
+        self.oracles.get(key)?.iter().find(|(read, _)| same(read)).map(|(_, outputs)| outputs.clone())
+    }
+
+    fn keep_oracle(&mut self, key: OracleKey, read: checked::ParamsRead, outputs: &Arc<crate::oracle::Outputs>) {
+        let values: usize = outputs.values().map(Vec::len).sum();
+        let small = outputs.values().all(|v| v.len() <= KEPT_ORACLE_OUTPUT);
+        if small && self.oracle_values + values <= KEPT_ORACLE_VALUES {
+            self.oracle_values += values;
+            self.oracles.entry(key).or_default().push((read, outputs.clone()));
+        }
+    }
 }
 
 /// A tensor's seed, dtype and shape, whether its copy has non-finite values planted, and
 /// the record whose own generator made it (none: the contract's).
 type InputKey = (u64, engine::DType, Vec<usize>, Inputs, Option<String>);
 
-/// What an oracle's outputs follow from: the oracle, the op and case (its symbols), the
-/// record's parameters (bits) and each input tensor's key, by name.
-type OracleKey = (String, &'static str, usize, Vec<(String, u64)>, Vec<(String, InputKey)>);
+/// What an oracle's outputs follow from, but for the parameters it reads: the oracle, the op
+/// and case (its symbols) and each input tensor's key, by name.
+type OracleKey = (String, &'static str, usize, Vec<(String, InputKey)>);
 
-/// Decoded values and oracle outputs are kept for tensors up to this many elements (a GPU-only
-/// case's gigabytes are generated as bytes alone, as before).
+/// Decoded values are kept for tensors up to this many elements (a GPU-only case's gigabytes
+/// are generated as bytes alone, as before).
 const KEPT_VALUES: usize = 1 << 22;
+
+/// An oracle's outputs are kept up to this many values in all (512 MiB), each output up to
+/// `KEPT_ORACLE_OUTPUT`: the 4,096-row projection's 16M values are an oracle of 69 G products.
+const KEPT_ORACLE_VALUES: usize = 1 << 26;
+const KEPT_ORACLE_OUTPUT: usize = 1 << 25;
 
 /// The generator of an input tensor for a record: the record's own, else the contract's.
 pub(crate) fn input_spec<'a>(contract: &'a Contract, record: &'a Record, tensor: &str) -> &'a crate::inputs::InputSpec {
@@ -1367,19 +1393,15 @@ fn run_case(
     phases.upload += lap.take();
     // an oracle of the harness is a function of its inputs' values, the case and the
     // parameters alone: its outputs on the same inputs are the ones it gave before
-    let oracle_key = matches!(checker, Checker::Oracle(_))
-        .then(|| {
-            let params = record.params.iter().map(|(name, value)| (name.clone(), value.to_bits())).collect();
-            (contract.reference.name(), op.name, index, params, input_keys)
-        })
-        .filter(|_| input_values.values().all(|v| v.len() <= KEPT_VALUES));
-    let (want, want_bytes) = match oracle_key.as_ref().and_then(|key| inputs.oracles.get(key)) {
-        Some(outputs) => (outputs.clone(), None),
+    let oracle_key = matches!(checker, Checker::Oracle(_)).then(|| (contract.reference.name(), op.name, index, input_keys));
+    let kept = oracle_key.as_ref().and_then(|key| inputs.oracle_for(key, &record.params));
+    let (want, want_bytes) = match kept {
+        Some(outputs) => (outputs, None),
         None => {
-            let (want, want_bytes) = checked::want(checker, backend, contract, record, case, &input_values, &input_bytes)?;
+            let (want, want_bytes, read) = checked::want(checker, backend, contract, record, case, &input_values, &input_bytes)?;
             let want = Arc::new(want);
-            if let Some(key) = oracle_key.filter(|_| want.values().all(|v| v.len() <= KEPT_VALUES)) {
-                inputs.oracles.insert(key, want.clone());
+            if let Some(key) = oracle_key {
+                inputs.keep_oracle(key, read, &want);
             }
             (want, want_bytes)
         }
@@ -1846,6 +1868,29 @@ pub(crate) fn tests_settings() -> Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_oracles_outputs_serve_records_that_agree_on_the_parameters_it_read() {
+        // rms_norm reads eps alone: a record that differs in another parameter gets its
+        // outputs; one whose eps differs, or has none, runs it again
+        let symbols: engine::shape_expr::Symbols = [("rows".to_string(), 1), ("k".to_string(), 2)].into();
+        let inputs: BTreeMap<String, Vec<f64>> = [("x".to_string(), vec![1.0, 2.0]), ("weight".to_string(), vec![1.0, 1.0])].into();
+        let record: BTreeMap<String, f64> = [("eps".to_string(), 1e-6), ("chunk".to_string(), 256.0)].into();
+        let params = crate::oracle::Params::new(&record);
+        let rms_norm = crate::oracle::find("rms_norm").unwrap();
+        let outputs = Arc::new(rms_norm(&crate::oracle::OracleInput { symbols: &symbols, params: &params, inputs: &inputs }).unwrap());
+        assert_eq!(params.read(), vec![("eps".to_string(), Some(1e-6f64.to_bits()))]);
+        let input = (7, engine::DType::F32, vec![1, 2], Inputs::AsGenerated, None);
+        let key: OracleKey = ("rms_norm".into(), "tf_rms", 0, vec![("x".into(), input)]);
+        let mut cache = InputCache::default();
+        cache.keep_oracle(key.clone(), params.read(), &outputs);
+        let with = |pairs: &[(&str, f64)]| pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect::<BTreeMap<_, _>>();
+        assert!(cache.oracle_for(&key, &with(&[("eps", 1e-6), ("chunk", 0.0)])).is_some(), "another chunk: the same outputs");
+        assert!(cache.oracle_for(&key, &with(&[("eps", 1e-5), ("chunk", 256.0)])).is_none(), "another eps");
+        assert!(cache.oracle_for(&key, &with(&[("chunk", 256.0)])).is_none(), "no eps");
+        let other_case: OracleKey = ("rms_norm".into(), "tf_rms", 1, key.3.clone());
+        assert!(cache.oracle_for(&other_case, &record).is_none(), "another case");
+    }
 
     #[test]
     fn the_input_check_in_slices_sees_a_change_in_any_slice_and_names_it_whole() {

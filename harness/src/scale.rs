@@ -12,7 +12,7 @@ use engine::ops::Role;
 
 use crate::contract::{Contract, ContractError, Record};
 use crate::inputs::tensor_seed;
-use crate::oracle::OracleInput;
+use crate::oracle::{OracleInput, Params};
 use crate::runner::{Inputs, generate_input};
 use crate::tolerance::Tolerance;
 
@@ -85,7 +85,7 @@ fn oracle_magnitudes(contract: &Contract, record: &Record, seed: u64, inputs: &m
         }
         // the check runs where contracts load: only a named oracle of the harness runs there
         let crate::contract::Reference::Oracle { function, .. } = &contract.reference else { return Ok(magnitudes) };
-        let outputs = function(&OracleInput { symbols: &case.symbols, params: &record.params, inputs: &values })?;
+        let outputs = function(&OracleInput { symbols: &case.symbols, params: &Params::new(&record.params), inputs: &values })?;
         for (name, out) in outputs {
             magnitudes.entry(name).or_default().extend(out.iter().map(|v| v.abs()).filter(|v| v.is_finite()));
         }
