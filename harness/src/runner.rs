@@ -808,9 +808,10 @@ impl Loaded {
 
 /// Generated inputs by (seed, dtype, shape, planted or not): records of one op share their
 /// inputs, and a large table is generated once, not once per record. A small tensor keeps its
-/// decoded values too, and the oracle's outputs on small inputs are kept by the inputs they
-/// came from: records that differ only in an output's type (or a control of a record) get
-/// the same oracle values without running it again.
+/// decoded values too, and an oracle's outputs are kept by the inputs they came from and the
+/// parameters it read: records that differ only in an output's type or a parameter the oracle
+/// does not read (or a control of a record) get the same oracle values without running it
+/// again.
 #[derive(Default)]
 pub(crate) struct InputCache {
     bytes: HashMap<InputKey, Arc<Vec<u8>>>,
