@@ -1569,24 +1569,8 @@ fn run_case(
     // shapes also means: nothing written outside any tensor, no input changed
     for spec in op.tensors {
         let tensor = &tensors[spec.name];
-        if let Some(damage) = tensor.guard_damage().map_err(text)? {
-            let elements = tensor.elements() as i64;
-            let place = if damage.first_element >= elements {
-                let past = damage.first_element - elements + 1;
-                format!(
-                    "{} ({} past the end)",
-                    format::coordinates_text(&tensor.shape, damage.first_element as usize),
-                    format::plural(past as usize, "element")
-                )
-            } else {
-                format::plural(-damage.first_element as usize, "element") + " before the start"
-            };
-            let message = format!("guard band written: {} outside the tensor, nearest {place}", format::plural(damage.elements, "element"));
-            failures.push((
-                Gate::Shapes,
-                spec.name.to_string(),
-                Failure { count: damage.elements, total: tensor.elements(), first: None, message },
-            ));
+        if let Some(failure) = guard_check(tensor).map_err(text)? {
+            failures.push((Gate::Shapes, spec.name.to_string(), failure));
         }
         if spec.role == Role::Input {
             phases.gates += lap.take();
@@ -1636,6 +1620,25 @@ fn run_seams(
     crate::seams::run(&batch, tensors, &plans, phases)
 }
 
+/// Gate 3's check that nothing was written outside a tensor: its guard bands as they were
+/// allocated, or the nearest written element and how many.
+pub(crate) fn guard_check(tensor: &Tensor) -> Result<Option<Failure>, engine::EngineError> {
+    let Some(damage) = tensor.guard_damage()? else { return Ok(None) };
+    let elements = tensor.elements() as i64;
+    let place = if damage.first_element >= elements {
+        let past = damage.first_element - elements + 1;
+        format!(
+            "{} ({} past the end)",
+            format::coordinates_text(&tensor.shape, damage.first_element as usize),
+            format::plural(past as usize, "element")
+        )
+    } else {
+        format::plural(-damage.first_element as usize, "element") + " before the start"
+    };
+    let message = format!("guard band written: {} outside the tensor, nearest {place}", format::plural(damage.elements, "element"));
+    Ok(Some(Failure { count: damage.elements, total: tensor.elements(), first: None, message }))
+}
+
 /// A tensor's bytes as f64 values, in parallel pieces when it is large.
 fn decoded(dtype: engine::DType, bytes: &[u8]) -> Vec<f64> {
     let size = dtype.size();
@@ -1682,7 +1685,7 @@ const INPUT_CHECK_SLICE: usize = 256 << 20;
 /// Gate 3's check that a launch left an input as it was: the first changed element, with
 /// its value and bits before and after, and how many changed. Equal bytes (the usual case)
 /// cost one comparison of the buffers.
-fn input_changed(tensor: &Tensor, before: &[u8], now: &[u8]) -> Option<Failure> {
+pub(crate) fn input_changed(tensor: &Tensor, before: &[u8], now: &[u8]) -> Option<Failure> {
     if before == now {
         return None;
     }

@@ -204,19 +204,26 @@ fn run_plans(
     let mut outcome = Outcome { checks: Vec::new(), failures: Vec::new(), findings: Vec::new() };
     // per output: each plan that differed, with its difference
     let mut differed: BTreeMap<&str, Vec<(&Plan, Difference)>> = BTreeMap::new();
+    // per row tensor: the first piece that wrote outside it or changed it (an input)
+    let mut walls: BTreeMap<&str, Failure> = BTreeMap::new();
     for plan in plans {
         let mut differences: BTreeMap<&str, Difference> = BTreeMap::new();
         let mut compared = 0;
-        for piece in &plan.pieces {
+        for (index, piece) in plan.pieces.iter().enumerate() {
             let mut symbols = batch.symbols.clone();
             symbols.insert(batch.axis.to_string(), piece.len() as i64);
+            let mut uploaded: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
             for name in rows_of {
                 let (dtype, whole) = (dtypes[*name], &shapes[*name]);
                 let row_bytes = whole[1..].iter().product::<usize>() * dtype.size();
                 let shape: Vec<usize> = std::iter::once(piece.len()).chain(whole[1..].iter().copied()).collect();
                 let mut tensor = Tensor::allocate(batch.backend, dtype, &shape).map_err(text)?;
                 match batch.inputs.get(*name) {
-                    Some(bytes) => tensor.write(&gather(bytes, piece, row_bytes)).map_err(text)?,
+                    Some(bytes) => {
+                        let rows = gather(bytes, piece, row_bytes);
+                        tensor.write(&rows).map_err(text)?;
+                        uploaded.insert(name, rows);
+                    }
                     None => tensor.fill(&vec![batch.poison; dtype.size()]).map_err(text)?,
                 }
                 tensors.insert(name.to_string(), tensor);
@@ -242,6 +249,23 @@ fn run_plans(
                 compare_rows(batch.outputs[spec.name], &got, piece, (row_bytes, dtypes[spec.name].size()), compared, difference);
                 phases.gates += lap.take();
             }
+            // the whole batch's launch had its own tensors' guard bands and inputs checked
+            // (gate 3); a piece's kernel may overrun or write rows only a piece of its size has
+            for name in rows_of {
+                if walls.contains_key(name) {
+                    continue;
+                }
+                let tensor = &tensors[*name];
+                let mut failure = crate::runner::guard_check(tensor).map_err(text)?;
+                if let (None, Some(before)) = (&failure, uploaded.get(name)) {
+                    failure = crate::runner::input_changed(tensor, before, &tensor.read().map_err(text)?);
+                }
+                if let Some(failure) = failure {
+                    let message = format!("{}: {}", piece_label(plan, index), failure.message);
+                    walls.insert(name, Failure { first: None, message, ..failure });
+                }
+            }
+            phases.gates += lap.take();
             compared += piece.len();
         }
         outcome.checks.push(SeamCheck {
@@ -261,8 +285,20 @@ fn run_plans(
         let (dtype, shape) = (dtypes[name], &shapes[name]);
         outcome.failures.push((name.to_string(), failure(dtype, shape, batch.outputs[name], &found)));
     }
+    outcome.failures.extend(walls.into_iter().map(|(name, failure)| (name.to_string(), failure)));
     phases.gates += lap.take();
     Ok(outcome)
+}
+
+/// `pieces of 1 row (3 of 19 pieces), piece 2 (row 1)`: which launch of a plan; a plan of one
+/// piece (a batch) is named alone.
+fn piece_label(plan: &Plan, index: usize) -> String {
+    let piece = &plan.pieces[index];
+    match (plan.pieces.len(), piece.as_slice()) {
+        (1, _) | (_, []) => plan.label(),
+        (_, [row]) => format!("{}, piece {} (row {row})", plan.label(), index + 1),
+        (_, [first, .., last]) => format!("{}, piece {} (rows {first} to {last})", plan.label(), index + 1),
+    }
 }
 
 /// The rows of `bytes` (rows of `row_bytes` each) in the piece's order.
@@ -393,10 +429,12 @@ mod tests {
     use engine::backend::memory::Memory;
 
     /// out[r, j] = x[r, j] * w[j], plus, with `blocked` = 1, a millionth of the launch's row
-    /// count: a row's bits then depend on how many rows came with it.
+    /// count: a row's bits then depend on how many rows came with it. With `lone` = 1, a launch
+    /// of one row also writes the element after its output; with `lone` = 2, it zeroes x[0, 0].
     fn scaled(call: &OpCall) -> Result<engine::backend::LaunchReport, engine::EngineError> {
         let (rows, k) = (call.symbol("rows")? as usize, call.symbol("k")? as usize);
         let blocked = call.param("blocked")? == 1.0;
+        let lone = if rows == 1 { call.param("lone")? } else { 0.0 };
         let (x, w, out) = (call.tensor("x")?, call.tensor("w")?, call.tensor("out")?);
         let (x, w) = (x.read()?, w.read()?);
         let f = |b: &[u8], i: usize| f32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().unwrap());
@@ -410,6 +448,15 @@ mod tests {
                 unsafe { (out.device_address() as *mut f32).add(r * k + j).write(v) };
             }
         }
+        // SAFETY: the element after `out`'s data is the first of its guard band, and `x` holds
+        // at least one element: both are the memory backend's host memory
+        unsafe {
+            match lone {
+                1.0 => (out.device_address() as *mut f32).add(rows * k).write(1.0),
+                2.0 => (call.tensor("x")?.device_address() as *mut f32).write(0.0),
+                _ => {}
+            }
+        }
         Ok(engine::backend::LaunchReport::default())
     }
 
@@ -419,7 +466,10 @@ mod tests {
         source: None,
         symbol: None,
         symbols: &["rows", "k"],
-        params: &[engine::ops::ParamSpec { name: "blocked", integer: true, default: Some(0.0), limits: &[] }],
+        params: &[
+            engine::ops::ParamSpec { name: "blocked", integer: true, default: Some(0.0), limits: &[] },
+            engine::ops::ParamSpec { name: "lone", integer: true, default: Some(0.0), limits: &[] },
+        ],
         tensors: &[
             engine::ops::TensorSpec { name: "x", role: Role::Input, dtypes: &[engine::DType::F32], shape: "rows, k" },
             engine::ops::TensorSpec { name: "w", role: Role::Input, dtypes: &[engine::DType::F32], shape: "k" },
@@ -432,12 +482,16 @@ mod tests {
 
     /// Gate 5 on a case of `rows` rows of 3 of the test op, `blocked` or not.
     fn gate_on(rows: usize, blocked: bool) -> (Outcome, BTreeMap<String, Tensor>) {
+        gate_with(rows, &[("blocked", if blocked { 1.0 } else { 0.0 }), ("lone", 0.0)])
+    }
+
+    fn gate_with(rows: usize, params: &[(&str, f64)]) -> (Outcome, BTreeMap<String, Tensor>) {
         let k = 3;
         let values = |n: usize, scale: f32| -> Vec<u8> { (0..n).flat_map(|i| (i as f32 * scale + 0.25).to_le_bytes()).collect() };
         let inputs: BTreeMap<String, Arc<Vec<u8>>> =
             [("x".to_string(), Arc::new(values(rows * k, 1.5))), ("w".to_string(), Arc::new(values(k, -0.5)))].into();
         let symbols: Symbols = [("rows".to_string(), rows as i64), ("k".to_string(), k as i64)].into();
-        let params: BTreeMap<String, f64> = [("blocked".to_string(), if blocked { 1.0 } else { 0.0 })].into();
+        let params: BTreeMap<String, f64> = params.iter().map(|(name, value)| (name.to_string(), *value)).collect();
         let mut tensors = BTreeMap::new();
         for (name, shape) in [("x", vec![rows, k]), ("w", vec![k]), ("out", vec![rows, k])] {
             let mut t = Tensor::allocate(&Memory, engine::DType::F32, &shape).unwrap();
@@ -503,5 +557,31 @@ mod tests {
         assert_eq!((failure.count, failure.total, failure.first.as_deref()), (3, 3, Some(&[0, 0][..])));
         let differing: Vec<usize> = outcome.checks.iter().map(|c| c.rows_differing["out"]).collect();
         assert_eq!(differing, [3, 19, 2, 32], "every row of every piece");
+    }
+
+    #[test]
+    fn a_piece_that_writes_past_its_rows_or_into_an_input_is_red_with_the_piece_named() {
+        // the whole batch (19 rows) never takes the one-row path: only a piece of 1 row does
+        let (outcome, tensors) = gate_with(19, &[("blocked", 0.0), ("lone", 1.0)]);
+        assert_eq!(tensors["out"].guard_damage().unwrap(), None, "the whole batch's own output is untouched");
+        let [(tensor, failure)] = outcome.failures.as_slice() else { panic!("{:?}", outcome.failures) };
+        assert_eq!(tensor, "out");
+        assert_eq!(
+            failure.message,
+            "pieces of 1 row (3 of 19 pieces), piece 1 (row 0): guard band written: 1 element outside the tensor, nearest \
+             [1, 0] (1 element past the end)"
+        );
+        assert_eq!((failure.count, failure.total, failure.first.as_deref()), (1, 3, None));
+
+        let (outcome, _) = gate_with(19, &[("blocked", 0.0), ("lone", 2.0)]);
+        let messages: Vec<(&str, &str)> = outcome.failures.iter().map(|(t, f)| (t.as_str(), f.message.as_str())).collect();
+        assert_eq!(
+            messages,
+            [(
+                "x",
+                "pieces of 1 row (3 of 19 pieces), piece 1 (row 0): input changed: 1 of 3 elements, first [0, 0]: was 0.2500 \
+                 (0x3e800000) now 0 (0x00000000)"
+            )]
+        );
     }
 }
