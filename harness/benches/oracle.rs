@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use criterion::measurement::Measurement;
 use criterion::{Criterion, SamplingMode, Throughput};
 use engine::shape_expr::Symbols;
-use harness::oracle::{self, OracleInput, Params};
+use harness::oracle::{self, InputValues, OracleInput, Params};
 
 #[path = "../../benches/common/measure.rs"]
 mod measure;
@@ -32,7 +32,7 @@ struct Call {
     name: &'static str,
     symbols: Symbols,
     params: BTreeMap<String, f64>,
-    inputs: BTreeMap<String, Vec<f64>>,
+    inputs: BTreeMap<String, InputValues>,
 }
 
 impl Call {
@@ -52,13 +52,13 @@ fn calls(rows: usize, k: usize) -> [Call; 2] {
             name: "rms_norm",
             symbols: symbols(&[("rows", rows), ("k", k)]),
             params: [("eps".to_string(), 1e-6)].into(),
-            inputs: [("x".to_string(), values(rows * k, 1)), ("weight".to_string(), values(k, 2))].into(),
+            inputs: [("x".to_string(), values(rows * k, 1).into()), ("weight".to_string(), values(k, 2).into())].into(),
         },
         Call {
             name: "softmax_stats",
             symbols: symbols(&[("rows", rows), ("keys", k), ("tile", 256)]),
             params: BTreeMap::new(),
-            inputs: [("scores".to_string(), values(rows * k, 3))].into(),
+            inputs: [("scores".to_string(), values(rows * k, 3).into())].into(),
         },
     ]
 }
@@ -69,7 +69,7 @@ fn gemm(m: usize, n: usize, k: usize) -> Call {
         name: "gemm_xwt",
         symbols: [("m", m), ("n", n), ("k", k)].iter().map(|(s, v)| (s.to_string(), *v as i64)).collect(),
         params: BTreeMap::new(),
-        inputs: [("x".to_string(), values(m * k, 4)), ("w".to_string(), values(n * k, 5))].into(),
+        inputs: [("x".to_string(), values(m * k, 4).into()), ("w".to_string(), values(n * k, 5).into())].into(),
     }
 }
 

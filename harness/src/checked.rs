@@ -15,7 +15,7 @@ use crate::builds::Checker;
 use crate::contract::{Case, Contract, Record, Reference, params_for};
 use crate::format;
 use crate::gates::Failure;
-use crate::oracle::{OracleInput, Outputs, Params};
+use crate::oracle::{InputValues, OracleInput, Outputs, Params};
 use crate::runner::error_chain;
 
 /// Each output's bytes as a replaced kernel wrote them.
@@ -32,7 +32,7 @@ pub(crate) fn want(
     contract: &Contract,
     record: &Record,
     case: &Case,
-    values: &BTreeMap<String, Vec<f64>>,
+    values: &BTreeMap<String, InputValues>,
     bytes: &BTreeMap<String, Arc<Vec<u8>>>,
 ) -> Result<(Outputs, Option<Bits>, ParamsRead), String> {
     let name = contract.reference.name();
@@ -48,7 +48,7 @@ pub(crate) fn want(
                 .tensors
                 .iter()
                 .map(|t| match t.role {
-                    Role::Input => values[t.name].clone(),
+                    Role::Input => values[t.name].whole().to_vec(),
                     // an element the function leaves unwritten compares as NaN, which no value matches
                     Role::Output => vec![f64::NAN; case.shapes[t.name].iter().product()],
                 })

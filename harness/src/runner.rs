@@ -23,6 +23,7 @@ use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
 use crate::inputs::{Planting, Sites, tensor_seed};
 use crate::limits::{self, LimitsReport};
+use crate::oracle::InputValues;
 use crate::phases::{Lap, Phases};
 use rayon::prelude::*;
 
@@ -877,19 +878,33 @@ pub(crate) fn generate_input(
     let key =
         if record.inputs.contains_key(tensor) { format!("record `{}` inputs.{tensor}", record.name) } else { format!("inputs.{tensor}") };
     let mut bytes = spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("{key}: {e}"))?;
+    plant_input(contract, record, (tensor, seed), case, inputs, &mut bytes);
+    Ok(bytes)
+}
+
+/// Gate 1's non-finite values (and the zeros facing them) planted into an input's bytes as
+/// generated, for a planted copy of its case; nothing for `Inputs::AsGenerated`.
+pub(crate) fn plant_input(
+    contract: &Contract,
+    record: &Record,
+    (tensor, seed): (&str, u64),
+    case: &Case,
+    inputs: Inputs,
+    bytes: &mut [u8],
+) {
+    let dtype = record.dtypes[tensor];
     if let Inputs::Planted(planting) = inputs
         && dtype.is_float()
     {
         let sites = |name: &str, seed: u64| Sites::of_shape(&case.shapes[name], seed, float_ordinal(contract, name));
         match planting {
             Planting::Alone { tensor: planted, seed: its_seed } if planted != tensor => {
-                sites(planted, its_seed).zero_facing(&case.shapes[planted], &case.shapes[tensor], dtype, &mut bytes)
+                sites(planted, its_seed).zero_facing(&case.shapes[planted], &case.shapes[tensor], dtype, bytes)
             }
-            Planting::Together { seed: shared } => sites(tensor, shared).plant(dtype, &mut bytes),
-            Planting::Alone { .. } => sites(tensor, seed).plant(dtype, &mut bytes),
+            Planting::Together { seed: shared } => sites(tensor, shared).plant(dtype, bytes),
+            Planting::Alone { .. } => sites(tensor, seed).plant(dtype, bytes),
         }
     }
-    Ok(bytes)
 }
 
 pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Built {
@@ -1352,7 +1367,7 @@ fn run_case(
     let mut lap = Lap::start();
     let mut tensors: BTreeMap<String, Tensor> = BTreeMap::new();
     let mut input_bytes: BTreeMap<String, Arc<Vec<u8>>> = BTreeMap::new();
-    let mut input_values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut input_values: BTreeMap<String, InputValues> = BTreeMap::new();
     let mut input_keys: Vec<(String, InputKey)> = Vec::new();
     let mut seeds = BTreeMap::new();
     for spec in op.tensors {
@@ -1362,24 +1377,29 @@ fn run_case(
         if spec.role == Role::Input {
             let seed = tensor_seed(settings.seed, op.name, spec.name, index);
             let own = record.inputs.contains_key(spec.name).then(|| record.name.clone());
+            let plain = (seed, dtype, shape.clone(), Inputs::AsGenerated, own.clone());
             let key = (seed, dtype, shape.clone(), variant, own);
             let bytes = match inputs.bytes.get(&key) {
                 Some(bytes) => bytes.clone(),
                 None => {
-                    let bytes = Arc::new(generate_input(contract, record, spec.name, case, seed, variant)?);
+                    // a planted copy is its case's bytes as generated, planted
+                    let bytes = match inputs.bytes.get(&plain) {
+                        Some(generated) => {
+                            let mut bytes = generated.to_vec();
+                            plant_input(contract, record, (spec.name, seed), case, variant, &mut bytes);
+                            bytes
+                        }
+                        None => generate_input(contract, record, spec.name, case, seed, variant)?,
+                    };
+                    let bytes = Arc::new(bytes);
                     inputs.bytes.insert(key.clone(), bytes.clone());
                     bytes
                 }
             };
+            // decoded by the oracle if it runs (not when its outputs are kept), and only as it reads
             let values = match inputs.values.get(&key) {
-                Some(values) => values.to_vec(),
-                None => {
-                    let values = decoded(dtype, &bytes);
-                    if values.len() <= KEPT_VALUES {
-                        inputs.values.insert(key.clone(), Arc::new(values.clone()));
-                    }
-                    values
-                }
+                Some(values) => InputValues::decoded(dtype, bytes.clone(), values.clone()),
+                None => InputValues::new(dtype, bytes.clone()),
             };
             input_values.insert(spec.name.to_string(), values);
             input_keys.push((spec.name.to_string(), key));
@@ -1394,12 +1414,17 @@ fn run_case(
     phases.upload += lap.take();
     // an oracle of the harness is a function of its inputs' values, the case and the
     // parameters alone: its outputs on the same inputs are the ones it gave before
-    let oracle_key = matches!(checker, Checker::Oracle(_)).then(|| (contract.reference.name(), op.name, index, input_keys));
+    let oracle_key = matches!(checker, Checker::Oracle(_)).then(|| (contract.reference.name(), op.name, index, input_keys.clone()));
     let kept = oracle_key.as_ref().and_then(|key| inputs.oracle_for(key, &record.params));
     let (want, want_bytes) = match kept {
         Some(outputs) => (outputs, None),
         None => {
             let (want, want_bytes, read) = checked::want(checker, backend, contract, record, case, &input_values, &input_bytes)?;
+            for (name, key) in input_keys {
+                if let Some(decoded) = input_values[&name].kept().filter(|v| v.len() <= KEPT_VALUES) {
+                    inputs.values.entry(key.clone()).or_insert(decoded);
+                }
+            }
             let want = Arc::new(want);
             if let Some(key) = oracle_key {
                 inputs.keep_oracle(key, read, &want);
@@ -1639,21 +1664,7 @@ pub(crate) fn guard_check(tensor: &Tensor) -> Result<Option<Failure>, engine::En
     Ok(Some(Failure { count: damage.elements, total: tensor.elements(), first: None, message }))
 }
 
-/// A tensor's bytes as f64 values, in parallel pieces when it is large.
-fn decoded(dtype: engine::DType, bytes: &[u8]) -> Vec<f64> {
-    let size = dtype.size();
-    if bytes.len() < PARALLEL_BYTES {
-        return bytes.chunks(size).map(|c| dtype.decode(c)).collect();
-    }
-    let mut values = vec![0.0; bytes.len() / size];
-    values
-        .par_chunks_mut(PARALLEL_BYTES / size)
-        .zip(bytes.par_chunks(PARALLEL_BYTES))
-        .for_each(|(out, piece)| out.iter_mut().zip(piece.chunks(size)).for_each(|(v, c)| *v = dtype.decode(c)));
-    values
-}
-
-/// Tensors of at least this many bytes are decoded and compared in parallel pieces.
+/// Tensors of at least this many bytes are compared in parallel pieces.
 const PARALLEL_BYTES: usize = 1 << 22;
 
 /// Gate 3's check that the launches left an input as it was, on the device's bytes read back
@@ -1878,7 +1889,8 @@ mod tests {
         // rms_norm reads eps alone: a record that differs in another parameter gets its
         // outputs; one whose eps differs, or has none, runs it again
         let symbols: engine::shape_expr::Symbols = [("rows".to_string(), 1), ("k".to_string(), 2)].into();
-        let inputs: BTreeMap<String, Vec<f64>> = [("x".to_string(), vec![1.0, 2.0]), ("weight".to_string(), vec![1.0, 1.0])].into();
+        let inputs: BTreeMap<String, crate::oracle::InputValues> =
+            [("x".to_string(), vec![1.0, 2.0].into()), ("weight".to_string(), vec![1.0, 1.0].into())].into();
         let record: BTreeMap<String, f64> = [("eps".to_string(), 1e-6), ("chunk".to_string(), 256.0)].into();
         let params = crate::oracle::Params::new(&record);
         let rms_norm = crate::oracle::find("rms_norm").unwrap();

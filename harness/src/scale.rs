@@ -12,7 +12,7 @@ use engine::ops::Role;
 
 use crate::contract::{Contract, ContractError, Record};
 use crate::inputs::tensor_seed;
-use crate::oracle::{OracleInput, Params};
+use crate::oracle::{InputValues, OracleInput, Params};
 use crate::runner::{Inputs, generate_input};
 use crate::tolerance::Tolerance;
 
@@ -81,7 +81,7 @@ fn oracle_magnitudes(contract: &Contract, record: &Record, seed: u64, inputs: &m
                     slot.insert(Arc::new(bytes.chunks(dtype.size()).map(|c| dtype.decode(c)).collect())).clone()
                 }
             };
-            values.insert(spec.name.to_string(), decoded.to_vec());
+            values.insert(spec.name.to_string(), InputValues::decoded(dtype, Arc::default(), decoded));
         }
         // the check runs where contracts load: only a named oracle of the harness runs there
         let crate::contract::Reference::Oracle { function, .. } = &contract.reference else { return Ok(magnitudes) };
