@@ -160,6 +160,8 @@ api_table! {
         cuCtxSynchronize: fn() -> CUresult;
         cuMemAlloc_v2: fn(*mut CUdeviceptr, usize) -> CUresult;
         cuMemFree_v2: fn(CUdeviceptr) -> CUresult;
+        cuMemAllocHost_v2: fn(*mut *mut c_void, usize) -> CUresult;
+        cuMemFreeHost: fn(*mut c_void) -> CUresult;
         cuMemcpyHtoD_v2: fn(CUdeviceptr, *const c_void, usize) -> CUresult;
         cuMemcpyDtoH_v2: fn(*mut c_void, CUdeviceptr, usize) -> CUresult;
         cuMemcpyDtoD_v2: fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult;

@@ -409,6 +409,33 @@ fn a_library_lacking_a_symbol_is_an_error_naming_library_and_symbol() {
     assert!(Driver::open(Some(full.to_str().unwrap())).is_ok());
 }
 
+#[test]
+fn staged_copies_move_every_byte_through_a_stage_smaller_than_the_copy_and_free_it() {
+    use super::driver::{Context, DeviceMemory, PinnedMemory};
+    let dir = tempfile::tempdir().unwrap();
+    let library = fake_libcuda(dir.path(), &[]);
+    let fake = Fake::open(&library);
+    let driver = Driver::open(Some(library.to_str().unwrap())).unwrap();
+    driver.init().unwrap();
+    let context = Context::retain(&driver, 0).unwrap();
+    let memory = DeviceMemory::allocate(&context, 3 << 20).unwrap();
+    // an odd stage: the copies' last pieces are partial, and a piece is split over threads
+    let mut stage = PinnedMemory::allocate(&context, 2_500_003).unwrap();
+    assert_eq!(fake.call_i32("fake_live_pinned"), 1);
+    let bytes: Vec<u8> = (0..(3 << 20) - 10).map(|i: usize| (i * 7 % 251) as u8).collect();
+    memory.write_staged(5, &bytes, &mut stage).unwrap();
+    let mut direct = vec![0u8; bytes.len()];
+    memory.read(5, &mut direct).unwrap();
+    assert!(direct == bytes, "a staged write is the bytes given");
+    let mut staged = vec![0u8; bytes.len() - 2];
+    memory.read_staged(6, &mut staged, &mut stage).unwrap();
+    assert!(staged == bytes[1..bytes.len() - 1], "a staged read is the bytes there");
+    let past = memory.write_staged(11, &bytes, &mut stage).unwrap_err().to_string();
+    assert!(past.contains("past a device buffer"), "{past}");
+    drop(stage);
+    assert_eq!(fake.call_i32("fake_live_pinned"), 0, "the stage is freed on drop");
+}
+
 trait TapMkdir {
     fn tap_mkdir(self) -> Self;
 }

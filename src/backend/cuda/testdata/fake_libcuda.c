@@ -95,6 +95,16 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
   return 0;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) { free((void*)(uintptr_t)p); live_allocations--; return 0; }
+static int live_pinned;
+int fake_live_pinned(void) { return live_pinned; }
+CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
+  if (sticky) return pending_error;
+  *p = malloc(bytes);
+  if (!*p) return 2;
+  live_pinned++;
+  return 0;
+}
+CUresult cuMemFreeHost(void* p) { free(p); live_pinned--; return 0; }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) { if (sticky) return pending_error; memcpy((void*)(uintptr_t)d, s, n); return 0; }
 CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) { if (sticky) return pending_error; memcpy(d, (void*)(uintptr_t)s, n); return 0; }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { if (sticky) return pending_error; memcpy((void*)(uintptr_t)d, (void*)(uintptr_t)s, n); return 0; }
