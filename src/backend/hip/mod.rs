@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::EngineError;
+use crate::backend::pool::BufferPool;
 use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
 use hiprtc::{HipCodeObject, HipCompiler, Hiprtc};
 use rocblas::{BlasHandle, Rocblas};
@@ -72,6 +73,8 @@ pub struct HipBackend {
     modules: Mutex<HashMap<PathBuf, Arc<HipModule>>>,
     rocblas: OnceLock<Result<Arc<Rocblas>, (String, String)>>,
     blas_handle: Mutex<Option<BlasHandle>>,
+    /// Buffers kept for the next tensor of their size (`pool`).
+    buffers: Arc<BufferPool>,
 }
 
 impl HipBackend {
@@ -125,6 +128,7 @@ impl HipBackend {
             modules: Mutex::new(HashMap::new()),
             rocblas: OnceLock::new(),
             blas_handle: Mutex::new(None),
+            buffers: BufferPool::new(),
         })
     }
 
@@ -195,7 +199,7 @@ impl Backend for HipBackend {
     }
 
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
-        Ok(Box::new(HipBuffer { memory: DeviceMemory::allocate(&self.runtime, bytes)? }))
+        self.buffers.allocate(bytes, |bytes| Ok(Box::new(HipBuffer { memory: DeviceMemory::allocate(&self.runtime, bytes)? })))
     }
 
     fn has_live_limits(&self) -> bool {
@@ -275,6 +279,10 @@ impl DeviceBuffer for HipBuffer {
 
     fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
         self.memory.read(offset, bytes)
+    }
+
+    fn zero(&mut self) -> Result<(), EngineError> {
+        self.memory.zero()
     }
 }
 

@@ -221,9 +221,16 @@ impl DeviceMemory {
         let mut pointer: *mut c_void = std::ptr::null_mut();
         runtime.check("hipMalloc", unsafe { (runtime.api.hipMalloc)(&mut pointer, len) })?;
         let memory = DeviceMemory { runtime: runtime.clone(), pointer, len };
-        // zero through a copy: the engine's tables name no hipMemset
-        memory.write(0, &vec![0u8; len])?;
+        memory.zero()?;
         Ok(memory)
+    }
+
+    /// Every byte set to zero on the device (hipMemset, on the null stream, which the
+    /// engine's blocking stream and every later copy wait for): a gigabyte case's tensor was
+    /// zeroed by copying as many zero bytes from the host.
+    pub fn zero(&self) -> Result<(), EngineError> {
+        self.runtime.bind()?;
+        self.runtime.check("hipMemset", unsafe { (self.runtime.api.hipMemset)(self.pointer, 0, self.len) })
     }
 
     pub fn address(&self) -> u64 {

@@ -68,6 +68,7 @@ api_table! {
         hipSetDevice: fn(c_int) -> hipError_t;
         hipMalloc: fn(*mut *mut c_void, usize) -> hipError_t;
         hipFree: fn(*mut c_void) -> hipError_t;
+        hipMemset: fn(*mut c_void, c_int, usize) -> hipError_t;
         hipMemcpyHtoD: fn(hipDeviceptr_t, *mut c_void, usize) -> hipError_t;
         hipMemcpyDtoH: fn(*mut c_void, hipDeviceptr_t, usize) -> hipError_t;
         hipMemcpyDtoD: fn(hipDeviceptr_t, hipDeviceptr_t, usize) -> hipError_t;

@@ -159,8 +159,16 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
             "{toolchain}"
         );
 
-        // buffers: zero-filled, written and read at offsets, bounds checked
+        // buffers: zero-filled (hipMemset), written and read at offsets, bounds checked; one
+        // dropped is kept and zeroed again for the next of its size
+        let memsets = fake.i32("fake_memsets");
+        let mut kept = backend.allocate(64).unwrap();
+        kept.write(0, &[7u8; 64]).unwrap();
+        let address = kept.device_address();
+        drop(kept);
         let mut buffer = backend.allocate(64).unwrap();
+        assert_eq!(buffer.device_address(), address, "the kept buffer");
+        assert_eq!(fake.i32("fake_memsets") - memsets, 2, "zeroed when made and when handed out again");
         let mut bytes = [1u8; 64];
         buffer.read(0, &mut bytes).unwrap();
         assert_eq!(bytes, [0u8; 64]);

@@ -61,6 +61,9 @@ hipError_t hipGetDevicePropertiesR0600(void* prop, int d) {
 }
 hipError_t hipMalloc(void** p, size_t n) { *p = calloc(1, n); if (!*p) return 2; live_allocations++; return 0; }
 hipError_t hipFree(void* p) { if (p) { free(p); live_allocations--; } return 0; }
+static int memsets;
+int fake_memsets(void) { return memsets; }
+hipError_t hipMemset(void* p, int v, size_t n) { memset(p, v, n); memsets++; return 0; }
 hipError_t hipMemcpyHtoD(void* dst, void* src, size_t n) { memcpy(dst, src, n); return 0; }
 hipError_t hipMemcpyDtoH(void* dst, void* src, size_t n) { memcpy(dst, src, n); return 0; }
 hipError_t hipMemcpyDtoD(void* dst, void* src, size_t n) { memcpy(dst, src, n); return 0; }
