@@ -67,7 +67,7 @@ impl SeededStream {
     /// The next `N` draws of `next_normal`, the same values: the `N` sums' adds do not wait on
     /// one another, so they overlap where one normal at a time waited on each of its 11 adds
     /// (normals were a third of the speed of uniforms, and gigabyte inputs are normals).
-    #[inline]
+    #[inline(always)]
     pub fn next_normals<const N: usize>(&mut self) -> [f64; N] {
         let base = self.state;
         self.state = base.wrapping_add((12 * N as u64).wrapping_mul(GOLDEN_GAMMA));
@@ -90,7 +90,7 @@ impl SeededStream {
 }
 
 /// splitmix64's output function of a state.
-#[inline]
+#[inline(always)]
 fn mix(state: u64) -> u64 {
     let mut z = state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -100,7 +100,7 @@ fn mix(state: u64) -> u64 {
 
 /// A draw's top 53 bits as a uniform in [0, 1) (through i64: they fit, and the conversion is
 /// one instruction where u64's is several).
-#[inline]
+#[inline(always)]
 fn unit_of(draw: u64) -> f64 {
     ((draw >> 11) as i64) as f64 * (1.0 / (1u64 << 53) as f64)
 }
@@ -611,16 +611,7 @@ impl Generator {
         let fill = |first: usize, piece: &mut [u8]| {
             let mut stream = SeededStream::at(seed, first as u64 * draws);
             if let Generator::Normal { mean, std } = self {
-                // several elements at a time, then the rest one by one: the same draws in order
-                let mut groups = piece.chunks_exact_mut(NORMALS_AT_ONCE * size);
-                for group in &mut groups {
-                    for (value, chunk) in stream.next_normals::<NORMALS_AT_ONCE>().iter().zip(group.chunks_exact_mut(size)) {
-                        dtype.encode(mean + std * value, chunk);
-                    }
-                }
-                for chunk in groups.into_remainder().chunks_mut(size) {
-                    dtype.encode(mean + std * stream.next_normal(), chunk);
-                }
+                fill_normals(&mut stream, (*mean, *std), dtype, piece);
                 return;
             }
             for chunk in piece.chunks_mut(size) {
@@ -639,6 +630,41 @@ impl Generator {
             out.par_chunks_mut(PARALLEL_ELEMENTS * size).enumerate().for_each(|(i, piece)| fill(i * PARALLEL_ELEMENTS, piece));
         }
         Ok(out)
+    }
+}
+
+/// `piece`'s elements from `stream`'s normals, `mean + std * z` each. On a CPU with AVX-512
+/// (DQ: 64-bit multiplies and conversions in vector registers) the same code is built for it,
+/// and the mixing of the normals side by side takes eight lanes at once: the draws and each
+/// sum's adds are the same, in the same order, so the bytes are too. A GPU-only case's cache
+/// is 2 to 3 G normals, about 7 s of a 16-core machine without.
+fn fill_normals(stream: &mut SeededStream, scale: (f64, f64), dtype: DType, piece: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
+        // SAFETY: the CPU has AVX-512 F and DQ, all the function's target features ask for
+        return unsafe { fill_normals_avx512(stream, scale, dtype, piece) };
+    }
+    fill_normals_portable(stream, scale, dtype, piece);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+fn fill_normals_avx512(stream: &mut SeededStream, scale: (f64, f64), dtype: DType, piece: &mut [u8]) {
+    fill_normals_portable(stream, scale, dtype, piece);
+}
+
+/// Several elements at a time, then the rest one by one: the same draws in order.
+#[inline(always)]
+fn fill_normals_portable(stream: &mut SeededStream, (mean, std): (f64, f64), dtype: DType, piece: &mut [u8]) {
+    let size = dtype.size();
+    let mut groups = piece.chunks_exact_mut(NORMALS_AT_ONCE * size);
+    for group in &mut groups {
+        for (value, chunk) in stream.next_normals::<NORMALS_AT_ONCE>().iter().zip(group.chunks_exact_mut(size)) {
+            dtype.encode(mean + std * value, chunk);
+        }
+    }
+    for chunk in groups.into_remainder().chunks_mut(size) {
+        dtype.encode(mean + std * stream.next_normal(), chunk);
     }
 }
 
@@ -679,6 +705,25 @@ mod tests {
         check::<1>(3);
         check::<3>(u64::MAX);
         check::<8>(0x6b65_726e_656c);
+    }
+
+    #[test]
+    fn normals_made_with_avx512_are_the_bytes_made_without() {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
+            for dtype in [DType::F32, DType::F16, DType::Bf16] {
+                // 8 at a time and a tail of 5; a seed near the top of the counter
+                let (mut wide, mut plain) = (SeededStream::new(u64::MAX - 40), SeededStream::new(u64::MAX - 40));
+                let (mut a, mut b) = (vec![0u8; 1005 * dtype.size()], vec![0u8; 1005 * dtype.size()]);
+                // SAFETY: the features were just detected
+                unsafe { fill_normals_avx512(&mut wide, (0.5, 3.0), dtype, &mut a) };
+                fill_normals_portable(&mut plain, (0.5, 3.0), dtype, &mut b);
+                assert!(a == b, "{dtype:?}");
+                assert_eq!(wide.next_u64(), plain.next_u64(), "{dtype:?}: the streams go on alike");
+            }
+            return;
+        }
+        eprintln!("not run: this CPU lacks AVX-512 F and DQ");
     }
 
     /// If this test fails, every contract's inputs changed: the generator must never change.
