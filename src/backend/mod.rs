@@ -9,6 +9,7 @@ pub mod host;
 pub mod memory;
 pub mod pool;
 pub mod preludes;
+pub(crate) mod staging;
 pub mod static_checks;
 pub mod symbols;
 pub mod vendor;

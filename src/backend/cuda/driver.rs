@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::sys::*;
 use crate::EngineError;
+use crate::backend::staging::PinnedBytes;
 use crate::backend::vendor::{self, Vendor};
 
 /// The driver library's soname. Never the toolkit's `stubs/libcuda.so`.
@@ -262,7 +263,7 @@ impl DeviceMemory {
         self.len == 0
     }
 
-    fn check_range(&self, offset: usize, len: usize) -> Result<(), EngineError> {
+    pub fn check_range(&self, offset: usize, len: usize) -> Result<(), EngineError> {
         match offset.checked_add(len) {
             Some(end) if end <= self.len => Ok(()),
             _ => Err(EngineError::Buffer(format!("access of {len} bytes at {offset} past a device buffer of {}", self.len))),
@@ -296,51 +297,6 @@ impl DeviceMemory {
     }
 }
 
-impl DeviceMemory {
-    /// Host to device through `stage`, a piece at a time: each piece copied into the
-    /// page-locked stage on all cores, then by DMA (a copy from pageable memory is staged by
-    /// the driver on one thread, at a fraction of the bus's rate).
-    pub fn write_staged(&self, offset: usize, bytes: &[u8], stage: &mut PinnedMemory) -> Result<(), EngineError> {
-        self.check_range(offset, bytes.len())?;
-        let len = stage.len().max(1);
-        for (i, piece) in bytes.chunks(len).enumerate() {
-            let staged = &mut stage.bytes()[..piece.len()];
-            copy_on_cores(piece, staged);
-            self.write(offset + i * len, staged)?;
-        }
-        Ok(())
-    }
-
-    /// Device to host through `stage`, a piece at a time (as `write_staged`).
-    pub fn read_staged(&self, offset: usize, out: &mut [u8], stage: &mut PinnedMemory) -> Result<(), EngineError> {
-        self.check_range(offset, out.len())?;
-        let len = stage.len().max(1);
-        for (i, piece) in out.chunks_mut(len).enumerate() {
-            let staged = &mut stage.bytes()[..piece.len()];
-            self.read(offset + i * len, staged)?;
-            copy_on_cores(staged, piece);
-        }
-        Ok(())
-    }
-}
-
-/// `from` into `to` (the same length), split over up to 8 threads: one core's copy is about a
-/// third of what a PCIe 5 bus moves.
-fn copy_on_cores(from: &[u8], to: &mut [u8]) {
-    const LEAST_A_THREAD: usize = 1 << 20;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
-    let piece = from.len().div_ceil(threads).max(LEAST_A_THREAD);
-    if piece >= from.len() {
-        to.copy_from_slice(from);
-        return;
-    }
-    std::thread::scope(|scope| {
-        for (from, to) in from.chunks(piece).zip(to.chunks_mut(piece)) {
-            scope.spawn(move || to.copy_from_slice(from));
-        }
-    });
-}
-
 /// Page-locked host memory (cuMemAllocHost_v2), freed on drop (cuMemFreeHost): the stage of
 /// large copies, which the device reaches by DMA.
 pub struct PinnedMemory {
@@ -368,8 +324,10 @@ impl PinnedMemory {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+}
 
-    pub fn bytes(&mut self) -> &mut [u8] {
+impl PinnedBytes for PinnedMemory {
+    fn bytes(&mut self) -> &mut [u8] {
         // SAFETY: `len` bytes the driver allocated for this value alone, alive until drop
         unsafe { std::slice::from_raw_parts_mut(self.pointer, self.len) }
     }

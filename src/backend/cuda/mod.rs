@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::EngineError;
 use crate::backend::pool::BufferPool;
+use crate::backend::staging::{STAGE_BYTES, Staging};
 use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
 use cublas::{BlasHandle, Cublas};
 use driver::{Context, DeviceMemory, Driver, LoadedModule, PinnedMemory, Stream};
@@ -166,45 +167,7 @@ pub struct CudaBackend {
 struct Opened {
     context: Arc<Context>,
     stream: Arc<Stream>,
-    staging: Arc<Staging>,
-}
-
-/// The backend's page-locked stage for copies of `STAGED_COPY_BYTES` and more, allocated at the
-/// first such copy; where the driver refuses it, copies go direct. A GPU-only case uploads and
-/// reads back gigabytes a record, and the driver's own staging of pageable memory ran at about
-/// 4-6 GB/s on an H100.
-struct Staging {
-    context: Arc<Context>,
-    len: usize,
-    stage: Mutex<Stage>,
-}
-
-enum Stage {
-    NotYet,
-    Ready(PinnedMemory),
-    Refused,
-}
-
-/// The stage's length, and the least copy that goes through it.
-const STAGE_BYTES: usize = 64 << 20;
-const STAGED_COPY_BYTES: usize = 16 << 20;
-
-impl Staging {
-    fn new(context: &Arc<Context>, len: usize) -> Staging {
-        Staging { context: context.clone(), len, stage: Mutex::new(Stage::NotYet) }
-    }
-
-    /// `copy` with the stage (one copy at a time), or `None` where there is none.
-    fn with<R>(&self, copy: impl FnOnce(&mut PinnedMemory) -> R) -> Option<R> {
-        let mut stage = self.stage.lock().unwrap_or_else(|p| p.into_inner());
-        if let Stage::NotYet = *stage {
-            *stage = PinnedMemory::allocate(&self.context, self.len).map_or(Stage::Refused, Stage::Ready);
-        }
-        match &mut *stage {
-            Stage::Ready(pinned) => Some(copy(pinned)),
-            _ => None,
-        }
-    }
+    staging: Arc<Staging<PinnedMemory>>,
 }
 
 impl CudaBackend {
@@ -260,7 +223,8 @@ impl CudaBackend {
         }
         let context = Context::retain(&self.driver, self.device)?;
         let stream = Arc::new(Stream::create(&context)?);
-        let staging = Arc::new(Staging::new(&context, STAGE_BYTES));
+        let pinned = context.clone();
+        let staging = Arc::new(Staging::new(STAGE_BYTES, move |len| PinnedMemory::allocate(&pinned, len)));
         Ok(opened.insert(Arc::new(Opened { context, stream, staging })).clone())
     }
 
@@ -409,7 +373,7 @@ impl Backend for CudaBackend {
 /// Device memory behind the `DeviceBuffer` trait.
 struct CudaBuffer {
     memory: DeviceMemory,
-    staging: Arc<Staging>,
+    staging: Arc<Staging<PinnedMemory>>,
 }
 
 impl DeviceBuffer for CudaBuffer {
@@ -422,21 +386,13 @@ impl DeviceBuffer for CudaBuffer {
     }
 
     fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError> {
-        if bytes.len() >= STAGED_COPY_BYTES
-            && let Some(written) = self.staging.with(|stage| self.memory.write_staged(offset, bytes, stage))
-        {
-            return written;
-        }
-        self.memory.write(offset, bytes)
+        self.memory.check_range(offset, bytes.len())?;
+        self.staging.write(offset, bytes, &|at, piece| self.memory.write(at, piece))
     }
 
     fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
-        if bytes.len() >= STAGED_COPY_BYTES
-            && let Some(read) = self.staging.with(|stage| self.memory.read_staged(offset, bytes, stage))
-        {
-            return read;
-        }
-        self.memory.read(offset, bytes)
+        self.memory.check_range(offset, bytes.len())?;
+        self.staging.read(offset, bytes, &|at, piece| self.memory.read(at, piece))
     }
 
     fn zero(&mut self) -> Result<(), EngineError> {

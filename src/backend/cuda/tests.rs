@@ -410,29 +410,29 @@ fn a_library_lacking_a_symbol_is_an_error_naming_library_and_symbol() {
 }
 
 #[test]
-fn staged_copies_move_every_byte_through_a_stage_smaller_than_the_copy_and_free_it() {
+fn large_copies_go_through_a_page_locked_stage_that_is_freed_on_drop() {
     use super::driver::{Context, DeviceMemory, PinnedMemory};
+    use crate::backend::staging::{STAGED_COPY_BYTES, Staging};
     let dir = tempfile::tempdir().unwrap();
     let library = fake_libcuda(dir.path(), &[]);
     let fake = Fake::open(&library);
     let driver = Driver::open(Some(library.to_str().unwrap())).unwrap();
     driver.init().unwrap();
     let context = Context::retain(&driver, 0).unwrap();
-    let memory = DeviceMemory::allocate(&context, 3 << 20).unwrap();
-    // an odd stage: the copies' last pieces are partial, and a piece is split over threads
-    let mut stage = PinnedMemory::allocate(&context, 2_500_003).unwrap();
-    assert_eq!(fake.call_i32("fake_live_pinned"), 1);
-    let bytes: Vec<u8> = (0..(3 << 20) - 10).map(|i: usize| (i * 7 % 251) as u8).collect();
-    memory.write_staged(5, &bytes, &mut stage).unwrap();
+    let memory = DeviceMemory::allocate(&context, STAGED_COPY_BYTES + (3 << 20)).unwrap();
+    // an odd stage: the copies' last pieces are partial
+    let pinned = context.clone();
+    let staging = Staging::new(2_500_003, move |len| PinnedMemory::allocate(&pinned, len));
+    let bytes: Vec<u8> = (0..STAGED_COPY_BYTES + 100).map(|i: usize| (i * 7 % 251) as u8).collect();
+    staging.write(5, &bytes, &|at, piece| memory.write(at, piece)).unwrap();
+    assert_eq!(fake.call_i32("fake_live_pinned"), 1, "the stage, allocated at the first large copy");
     let mut direct = vec![0u8; bytes.len()];
     memory.read(5, &mut direct).unwrap();
     assert!(direct == bytes, "a staged write is the bytes given");
     let mut staged = vec![0u8; bytes.len() - 2];
-    memory.read_staged(6, &mut staged, &mut stage).unwrap();
+    staging.read(6, &mut staged, &|at, piece| memory.read(at, piece)).unwrap();
     assert!(staged == bytes[1..bytes.len() - 1], "a staged read is the bytes there");
-    let past = memory.write_staged(11, &bytes, &mut stage).unwrap_err().to_string();
-    assert!(past.contains("past a device buffer"), "{past}");
-    drop(stage);
+    drop(staging);
     assert_eq!(fake.call_i32("fake_live_pinned"), 0, "the stage is freed on drop");
 }
 

@@ -23,10 +23,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::EngineError;
 use crate::backend::pool::BufferPool;
+use crate::backend::staging::{STAGE_BYTES, Staging};
 use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
 use hiprtc::{HipCodeObject, HipCompiler, Hiprtc};
 use rocblas::{BlasHandle, Rocblas};
-use runtime::{DeviceMemory, LoadedModule, Runtime, Stream};
+use runtime::{DeviceMemory, LoadedModule, PinnedMemory, Runtime, Stream};
 use sys::*;
 
 /// The rocBLAS workspace the engine plans for and owns.
@@ -75,6 +76,8 @@ pub struct HipBackend {
     blas_handle: Mutex<Option<BlasHandle>>,
     /// Buffers kept for the next tensor of their size (`pool`).
     buffers: Arc<BufferPool>,
+    /// The page-locked stage of large copies.
+    staging: Arc<Staging<PinnedMemory>>,
 }
 
 impl HipBackend {
@@ -118,6 +121,7 @@ impl HipBackend {
         let stream = Arc::new(Stream::create(&runtime)?);
         let hiprtc = Hiprtc::discover(&hiprtc::candidates(options.hiprtc_library.as_deref(), runtime.library()))?;
         let compiler = HipCompiler::new(hiprtc, &options.prelude, options.cache_dir.clone())?;
+        let pinned = runtime.clone();
         Ok(HipBackend {
             options,
             runtime,
@@ -129,6 +133,7 @@ impl HipBackend {
             rocblas: OnceLock::new(),
             blas_handle: Mutex::new(None),
             buffers: BufferPool::new(),
+            staging: Arc::new(Staging::new(STAGE_BYTES, move |len| PinnedMemory::allocate(&pinned, len))),
         })
     }
 
@@ -199,7 +204,9 @@ impl Backend for HipBackend {
     }
 
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
-        self.buffers.allocate(bytes, |bytes| Ok(Box::new(HipBuffer { memory: DeviceMemory::allocate(&self.runtime, bytes)? })))
+        self.buffers.allocate(bytes, |bytes| {
+            Ok(Box::new(HipBuffer { memory: DeviceMemory::allocate(&self.runtime, bytes)?, staging: self.staging.clone() }))
+        })
     }
 
     fn has_live_limits(&self) -> bool {
@@ -262,6 +269,7 @@ impl Backend for HipBackend {
 
 struct HipBuffer {
     memory: DeviceMemory,
+    staging: Arc<Staging<PinnedMemory>>,
 }
 
 impl DeviceBuffer for HipBuffer {
@@ -274,11 +282,13 @@ impl DeviceBuffer for HipBuffer {
     }
 
     fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError> {
-        self.memory.write(offset, bytes)
+        self.memory.check_range(offset, bytes.len())?;
+        self.staging.write(offset, bytes, &|at, piece| self.memory.write(at, piece))
     }
 
     fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError> {
-        self.memory.read(offset, bytes)
+        self.memory.check_range(offset, bytes.len())?;
+        self.staging.read(offset, bytes, &|at, piece| self.memory.read(at, piece))
     }
 
     fn zero(&mut self) -> Result<(), EngineError> {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::sys::*;
 use crate::EngineError;
+use crate::backend::staging::PinnedBytes;
 use crate::backend::vendor::{self, Vendor};
 
 /// Sonames tried in order (the vendor layer's): the dev symlink, ROCm 7, ROCm 6, ROCm 5
@@ -59,6 +60,8 @@ pub struct Runtime {
     /// layout): resolved at open, its absence reported once a device is asked about, so that
     /// a ROCm 5 runtime without a GPU still says "no device".
     properties: Result<HipGetDevicePropertiesR0600, EngineError>,
+    /// hipHostMalloc and hipHostFree, or the first missing (`PinnedMemory`).
+    host_memory: Result<HostMemoryApi, EngineError>,
     device: Mutex<i32>,
     lost: Mutex<Option<String>>,
 }
@@ -70,7 +73,8 @@ impl Runtime {
         let properties = unsafe { lib.function::<HipGetDevicePropertiesR0600>(HIP_GET_DEVICE_PROPERTIES_R0600) }.map_err(|_| {
             missing(&lib.name, HIP_GET_DEVICE_PROPERTIES_R0600, " (a ROCm 5 runtime: the hip backend needs ROCm 6.3 or later for gfx1201)")
         });
-        Ok(Arc::new(Runtime { api: HipApi::resolve(lib)?, properties, device: Mutex::new(0), lost: Mutex::new(None) }))
+        let host_memory = HostMemoryApi::resolve(lib.clone());
+        Ok(Arc::new(Runtime { api: HipApi::resolve(lib)?, properties, host_memory, device: Mutex::new(0), lost: Mutex::new(None) }))
     }
 
     pub fn library(&self) -> &str {
@@ -245,7 +249,7 @@ impl DeviceMemory {
         self.len == 0
     }
 
-    fn check_range(&self, offset: usize, len: usize) -> Result<(), EngineError> {
+    pub fn check_range(&self, offset: usize, len: usize) -> Result<(), EngineError> {
         match offset.checked_add(len) {
             Some(end) if end <= self.len => Ok(()),
             _ => Err(EngineError::Buffer(format!("access of {len} bytes at {offset} past a device buffer of {}", self.len))),
@@ -274,6 +278,42 @@ impl DeviceMemory {
         self.runtime.check("hipMemcpyDtoH", unsafe {
             (self.runtime.api.hipMemcpyDtoH)(out.as_mut_ptr() as *mut c_void, (self.address() + offset as u64) as hipDeviceptr_t, out.len())
         })
+    }
+}
+
+/// Page-locked host memory (hipHostMalloc, default flags), freed on drop (hipHostFree): the
+/// stage of large copies (`staging`).
+pub struct PinnedMemory {
+    runtime: Arc<Runtime>,
+    pointer: *mut u8,
+    len: usize,
+}
+
+// only reached through `&mut self`
+unsafe impl Send for PinnedMemory {}
+
+impl PinnedMemory {
+    pub fn allocate(runtime: &Arc<Runtime>, len: usize) -> Result<PinnedMemory, EngineError> {
+        let api = runtime.host_memory.as_ref().map_err(missing_again)?;
+        runtime.bind()?;
+        let mut pointer: *mut c_void = std::ptr::null_mut();
+        runtime.check("hipHostMalloc", unsafe { (api.hipHostMalloc)(&mut pointer, len.max(1), 0) })?;
+        Ok(PinnedMemory { runtime: runtime.clone(), pointer: pointer as *mut u8, len })
+    }
+}
+
+impl PinnedBytes for PinnedMemory {
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: `len` bytes the runtime allocated for this value alone, alive until drop
+        unsafe { std::slice::from_raw_parts_mut(self.pointer, self.len) }
+    }
+}
+
+impl Drop for PinnedMemory {
+    fn drop(&mut self) {
+        if let (Ok(api), Ok(())) = (&self.runtime.host_memory, self.runtime.bind()) {
+            unsafe { (api.hipHostFree)(self.pointer as *mut c_void) };
+        }
     }
 }
 

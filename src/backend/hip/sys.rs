@@ -83,6 +83,16 @@ api_table! {
     }
 }
 
+api_table! {
+    /// Page-locked host memory in libamdhip64: the stage of large copies, and nothing more, so
+    /// a runtime without these calls (ROCm deprecates and renames them over versions) copies
+    /// direct rather than failing to open.
+    HostMemoryApi {
+        hipHostMalloc: fn(*mut *mut c_void, usize, c_uint) -> hipError_t;
+        hipHostFree: fn(*mut c_void) -> hipError_t;
+    }
+}
+
 /// `hipError_t hipGetDevicePropertiesR0600(hipDeviceProp_tR0600*, int)`.
 pub type HipGetDevicePropertiesR0600 = unsafe extern "C" fn(*mut c_void, c_int) -> hipError_t;
 pub const HIP_GET_DEVICE_PROPERTIES_R0600: &str = "hipGetDevicePropertiesR0600";

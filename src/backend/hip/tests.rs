@@ -125,6 +125,21 @@ fn a_runtime_without_devices_fails_the_probe_with_hips_error_name() {
     assert!(text.contains("hipInit") && text.contains("hipErrorNoDevice (100)"), "{text}");
 }
 
+#[test]
+fn a_runtime_without_hiphostmalloc_opens_and_copies_direct() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = gcc(dir.path(), "fake_libamdhip64.c", "libamdhip64-nopinned.so", &["FAKE_OMIT_HOST_MALLOC"]);
+    let fake = Fake::open(&library);
+    let backend = HipBackend::probe(options(&library, None)).unwrap();
+    let mut large = backend.allocate(17 << 20).unwrap();
+    let bytes: Vec<u8> = (0..17 << 20).map(|i: usize| (i * 13 % 253) as u8).collect();
+    large.write(0, &bytes).unwrap();
+    let mut back = vec![0u8; bytes.len()];
+    large.read(0, &mut back).unwrap();
+    assert!(back == bytes, "copied direct, whole");
+    assert_eq!(fake.i32("fake_live_pinned"), 0);
+}
+
 /// A gfx1201 code object of tf_embed_dense from clang-22 (the static path), or `None` (the
 /// test reported as not run) without an AMDGPU clang.
 fn embed_code_object(dir: &Path) -> Option<PathBuf> {
@@ -183,6 +198,16 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         let mut copied = [9u8; 4];
         other.read(0, &mut copied).unwrap();
         assert_eq!(copied, [1, 2, 3, 0]);
+        // a large copy goes through the page-locked stage (hipHostMalloc), made at the first
+        assert_eq!(fake.i32("fake_live_pinned"), 0);
+        let mut large = backend.allocate(17 << 20).unwrap();
+        let bytes: Vec<u8> = (0..(17 << 20) - 3).map(|i: usize| (i * 7 % 251) as u8).collect();
+        large.write(3, &bytes).unwrap();
+        let mut back = vec![0u8; bytes.len()];
+        large.read(3, &mut back).unwrap();
+        assert!(back == bytes, "a staged copy there and back");
+        assert_eq!(fake.i32("fake_live_pinned"), 1);
+        assert!(large.write(4, &bytes).is_err(), "past the end: refused before any piece is copied");
 
         // a module: hiprtc's options, the note read, hipFuncGetAttribute cross-checked
         let s = source("kernels/tf_embed_dense.hip", &["tf_embed_dense"]);
@@ -267,6 +292,7 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         assert!(backend.gemm_bf16(&request).unwrap_err().to_string().contains("rocblas_set_workspace"));
     }
     assert_eq!(fake.i32("fake_live"), 0, "every allocation, module and stream was given back");
+    assert_eq!(fake.i32("fake_live_pinned"), 0, "the stage was freed with its backend");
 
     // with the workspace calls the projection runs (the fake computes it in host memory)
     {

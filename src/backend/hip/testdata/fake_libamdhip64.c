@@ -64,6 +64,12 @@ hipError_t hipFree(void* p) { if (p) { free(p); live_allocations--; } return 0; 
 static int memsets;
 int fake_memsets(void) { return memsets; }
 hipError_t hipMemset(void* p, int v, size_t n) { memset(p, v, n); memsets++; return 0; }
+static int live_pinned;
+int fake_live_pinned(void) { return live_pinned; }
+#ifndef FAKE_OMIT_HOST_MALLOC
+hipError_t hipHostMalloc(void** p, size_t n, unsigned flags) { if (flags) return 1; *p = malloc(n); if (!*p) return 2; live_pinned++; return 0; }
+#endif
+hipError_t hipHostFree(void* p) { if (p) { free(p); live_pinned--; } return 0; }
 hipError_t hipMemcpyHtoD(void* dst, void* src, size_t n) { memcpy(dst, src, n); return 0; }
 hipError_t hipMemcpyDtoH(void* dst, void* src, size_t n) { memcpy(dst, src, n); return 0; }
 hipError_t hipMemcpyDtoD(void* dst, void* src, size_t n) { memcpy(dst, src, n); return 0; }
