@@ -1525,6 +1525,7 @@ fn run_case(
     let mut failures: CaseFailures = Vec::new();
     let mut triage = Vec::new();
     let seams_here = variant == Inputs::AsGenerated && gates.contains(&Gate::Seams);
+    let mut piece_walls = Vec::new();
     if let Some(axis) = contract.seams.axis().filter(|_| seams_here) {
         lap.take();
         let whole: BTreeMap<&str, &[u8]> = outputs.iter().map(|n| (*n, launches[n][0].as_slice())).collect();
@@ -1534,6 +1535,7 @@ fn run_case(
         for (tensor, failure) in outcome.failures {
             failures.push((Gate::Seams, tensor, failure));
         }
+        piece_walls = outcome.walls;
         // a wrong access only a piece made (the whole batch's first of each kind is said below)
         for (plan, finding) in outcome.findings {
             if let std::collections::btree_map::Entry::Vacant(slot) = memory.entry(finding.kind) {
@@ -1592,18 +1594,25 @@ fn run_case(
         report.outputs.insert(name.to_string(), metrics);
     }
     // shapes also means: nothing written outside any tensor, no input changed
+    let mut broken = std::collections::BTreeSet::new();
     for spec in op.tensors {
         let tensor = &tensors[spec.name];
         if let Some(failure) = guard_check(tensor).map_err(text)? {
             failures.push((Gate::Shapes, spec.name.to_string(), failure));
+            broken.insert((spec.name.to_string(), crate::seams::Wall::Guard));
         }
         if spec.role == Role::Input {
             phases.gates += lap.take();
             if let Some(failure) = input_check(tensor, &input_bytes[spec.name]).map_err(text)? {
                 failures.push((Gate::Shapes, spec.name.to_string(), failure));
+                broken.insert((spec.name.to_string(), crate::seams::Wall::Input));
             }
             phases.download += lap.take();
         }
+    }
+    // a wall only a piece broke is gate 5's; one the whole batch broke too is said above
+    for (tensor, _, failure) in piece_walls.into_iter().filter(|(tensor, wall, _)| !broken.contains(&(tensor.clone(), *wall))) {
+        failures.push((Gate::Seams, tensor, failure));
     }
     phases.gates += lap.take();
     report.phases = phases;

@@ -155,12 +155,22 @@ pub(crate) struct Batch<'a> {
 }
 
 /// What the pieces of a case showed: each plan's figures, each output's failure (its first
-/// plan with a differing row; the others named after it), and the memory findings of the
-/// pieces' launches (host backend), each with the plan it came from.
+/// plan with a differing row; the others named after it), the first piece that broke each
+/// wall of a row tensor, and the memory findings of the pieces' launches (host backend), each
+/// with the plan it came from.
 pub(crate) struct Outcome {
     pub checks: Vec<SeamCheck>,
     pub failures: Vec<(String, Failure)>,
+    /// Gate 5's only where the whole batch kept that wall (else it is gate 3's, said once).
+    pub walls: Vec<(String, Wall, Failure)>,
     pub findings: Vec<(String, MemoryFinding)>,
+}
+
+/// Gate 3's walls around a tensor: its guard bands, and an input's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Wall {
+    Guard,
+    Input,
 }
 
 /// Runs every plan's pieces. The tensors without rows (weights, tables, caches) are the whole
@@ -201,11 +211,11 @@ fn run_plans(
 ) -> Result<Outcome, String> {
     let text = |e: engine::EngineError| crate::runner::error_chain(&e);
     let mut lap = Lap::start();
-    let mut outcome = Outcome { checks: Vec::new(), failures: Vec::new(), findings: Vec::new() };
+    let mut outcome = Outcome { checks: Vec::new(), failures: Vec::new(), walls: Vec::new(), findings: Vec::new() };
     // per output: each plan that differed, with its difference
     let mut differed: BTreeMap<&str, Vec<(&Plan, Difference)>> = BTreeMap::new();
     // per row tensor: the first piece that wrote outside it or changed it (an input)
-    let mut walls: BTreeMap<&str, Failure> = BTreeMap::new();
+    let mut walls: BTreeMap<(&str, Wall), Failure> = BTreeMap::new();
     for plan in plans {
         let mut differences: BTreeMap<&str, Difference> = BTreeMap::new();
         let mut compared = 0;
@@ -252,17 +262,17 @@ fn run_plans(
             // the whole batch's launch had its own tensors' guard bands and inputs checked
             // (gate 3); a piece's kernel may overrun or write rows only a piece of its size has
             for name in rows_of {
-                if walls.contains_key(name) {
-                    continue;
-                }
                 let tensor = &tensors[*name];
-                let mut failure = crate::runner::guard_check(tensor).map_err(text)?;
-                if let (None, Some(before)) = (&failure, uploaded.get(name)) {
-                    failure = crate::runner::input_changed(tensor, before, &tensor.read().map_err(text)?);
+                let mut broken = Vec::new();
+                if !walls.contains_key(&(*name, Wall::Guard)) {
+                    broken.push((Wall::Guard, crate::runner::guard_check(tensor).map_err(text)?));
                 }
-                if let Some(failure) = failure {
+                if let (false, Some(before)) = (walls.contains_key(&(*name, Wall::Input)), uploaded.get(name)) {
+                    broken.push((Wall::Input, crate::runner::input_changed(tensor, before, &tensor.read().map_err(text)?)));
+                }
+                for (wall, failure) in broken.into_iter().filter_map(|(wall, failure)| Some((wall, failure?))) {
                     let message = format!("{}: {}", piece_label(plan, index), failure.message);
-                    walls.insert(name, Failure { first: None, message, ..failure });
+                    walls.insert((name, wall), Failure { first: None, message, ..failure });
                 }
             }
             phases.gates += lap.take();
@@ -285,7 +295,7 @@ fn run_plans(
         let (dtype, shape) = (dtypes[name], &shapes[name]);
         outcome.failures.push((name.to_string(), failure(dtype, shape, batch.outputs[name], &found)));
     }
-    outcome.failures.extend(walls.into_iter().map(|(name, failure)| (name.to_string(), failure)));
+    outcome.walls.extend(walls.into_iter().map(|((name, wall), failure)| (name.to_string(), wall, failure)));
     phases.gates += lap.take();
     Ok(outcome)
 }
@@ -564,7 +574,8 @@ mod tests {
         // the whole batch (19 rows) never takes the one-row path: only a piece of 1 row does
         let (outcome, tensors) = gate_with(19, &[("blocked", 0.0), ("lone", 1.0)]);
         assert_eq!(tensors["out"].guard_damage().unwrap(), None, "the whole batch's own output is untouched");
-        let [(tensor, failure)] = outcome.failures.as_slice() else { panic!("{:?}", outcome.failures) };
+        assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+        let [(tensor, Wall::Guard, failure)] = outcome.walls.as_slice() else { panic!("{:?}", outcome.walls) };
         assert_eq!(tensor, "out");
         assert_eq!(
             failure.message,
@@ -574,11 +585,12 @@ mod tests {
         assert_eq!((failure.count, failure.total, failure.first.as_deref()), (1, 3, None));
 
         let (outcome, _) = gate_with(19, &[("blocked", 0.0), ("lone", 2.0)]);
-        let messages: Vec<(&str, &str)> = outcome.failures.iter().map(|(t, f)| (t.as_str(), f.message.as_str())).collect();
+        let messages: Vec<(&str, Wall, &str)> = outcome.walls.iter().map(|(t, w, f)| (t.as_str(), *w, f.message.as_str())).collect();
         assert_eq!(
             messages,
             [(
                 "x",
+                Wall::Input,
                 "pieces of 1 row (3 of 19 pieces), piece 1 (row 0): input changed: 1 of 3 elements, first [0, 0]: was 0.2500 \
                  (0x3e800000) now 0 (0x00000000)"
             )]
