@@ -452,33 +452,72 @@ fn gemm_xwt(x: &OracleInput) -> Result<Outputs, String> {
     Ok([("y".to_string(), y)].into())
 }
 
-/// One block of rows of `gemm_xwt`: on x86-64 with AVX2, the same code built for it, whose
-/// lanes are twice as wide; the same operations in the same order (Rust never fuses a multiply
-/// and an add), so the same bits as without.
+/// One block of rows of `gemm_xwt`. On x86-64 the sums are made with AVX-512 or AVX2
+/// vectors where the CPU has them: lane l of a vector is `dot`'s lane l, the same multiplies
+/// and adds in the same order (no fused multiply-add), so the same bits as the portable code.
 fn products(rows: &[f64], w: &[f64], shape: (usize, usize, usize), out: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2, which is all the function's target feature asks for
-        return unsafe { products_avx2(rows, w, shape, out) };
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, all that the function's target feature asks for
+            return unsafe { wide::products_avx512(rows, w, shape, out) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, all that the function's target feature asks for
+            return unsafe { wide::products_avx2(rows, w, shape, out) };
+        }
     }
-    products_portable(rows, w, shape, out);
+    products_by(rows, w, shape, out, Portable);
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn products_avx2(rows: &[f64], w: &[f64], shape: (usize, usize, usize), out: &mut [f64]) {
-    products_portable(rows, w, shape, out);
+/// Several of `dot`'s sums in one pass: a row against four rows of W, or two rows against
+/// the same four. Each sum is made as `dot` makes it (the same bits); making several at once
+/// lets their adds overlap (each waits on its own lane's last add only) and reads each row
+/// once for all of them.
+trait Dots {
+    fn four(&self, p: &[f64], q: [&[f64]; 4]) -> [f64; 4];
+    fn four_by_four(&self, p: [&[f64]; 4], q: [&[f64]; 4]) -> [[f64; 4]; 4] {
+        p.map(|p| self.four(p, q))
+    }
+}
+
+struct Portable;
+
+impl Dots for Portable {
+    fn four(&self, p: &[f64], q: [&[f64]; 4]) -> [f64; 4] {
+        q.map(|q| dot(p, q))
+    }
 }
 
 /// Each row of `rows` against W, `w_rows` rows of W at a time (so that they stay in cache
-/// across the block's rows of x).
+/// across the block's rows of x), four of them at a time against two rows of x.
 #[inline(always)]
-fn products_portable(rows: &[f64], w: &[f64], (n, k, w_rows): (usize, usize, usize), out: &mut [f64]) {
+fn products_by(rows: &[f64], w: &[f64], (n, k, w_rows): (usize, usize, usize), out: &mut [f64], dots: impl Dots) {
+    let w_row = |j: usize| &w[j * k..(j + 1) * k];
+    let x_row = |r: usize| &rows[r * k..][..k];
+    let m = out.len() / n;
     for first in (0..n).step_by(w_rows) {
-        for (r, out) in out.chunks_exact_mut(n).enumerate() {
-            let row = &rows[r * k..][..k];
-            for j in first..(first + w_rows).min(n) {
-                out[j] = dot(row, &w[j * k..(j + 1) * k]);
+        let end = (first + w_rows).min(n);
+        for r in (0..m).step_by(4) {
+            let mut j = first;
+            while j + 4 <= end {
+                let q = [w_row(j), w_row(j + 1), w_row(j + 2), w_row(j + 3)];
+                if r + 4 <= m {
+                    let ys = dots.four_by_four([x_row(r), x_row(r + 1), x_row(r + 2), x_row(r + 3)], q);
+                    for (i, y) in ys.iter().enumerate() {
+                        out[(r + i) * n + j..][..4].copy_from_slice(y);
+                    }
+                } else {
+                    for r in r..m {
+                        out[r * n + j..][..4].copy_from_slice(&dots.four(x_row(r), q));
+                    }
+                }
+                j += 4;
+            }
+            for r in r..(r + 4).min(m) {
+                for j in j..end {
+                    out[r * n + j] = dot(x_row(r), w_row(j));
+                }
             }
         }
     }
@@ -498,10 +537,129 @@ fn dot(p: &[f64], q: &[f64]) -> f64 {
             lanes[lane] += p[lane] * q[lane];
         }
     }
+    finish_dot(lanes, p_tail, q_tail)
+}
+
+/// `dot`'s end: the tail's products into the first lanes, then the lanes joined pairwise.
+#[inline(always)]
+fn finish_dot(mut lanes: [f64; 8], p_tail: &[f64], q_tail: &[f64]) -> f64 {
     for (lane, (p, q)) in p_tail.iter().zip(q_tail).enumerate() {
         lanes[lane] += p * q;
     }
     ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
+}
+
+/// `Dots` in x86-64 vectors: the eight lanes of a sum in one 512-bit or two 256-bit
+/// registers (written plainly, the compiler shuffled the four sums' lanes through memory).
+/// AVX-512 makes two rows by four at once (8 of its 32 registers), AVX2 one by four (8 of 16).
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::*;
+
+    use super::{Dots, finish_dot, products_by};
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn products_avx512(rows: &[f64], w: &[f64], shape: (usize, usize, usize), out: &mut [f64]) {
+        products_by(rows, w, shape, out, Avx512);
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn products_avx2(rows: &[f64], w: &[f64], shape: (usize, usize, usize), out: &mut [f64]) {
+        products_by(rows, w, shape, out, Avx2);
+    }
+
+    /// Made only by `products_avx512`, which runs where the CPU has AVX-512F.
+    struct Avx512;
+
+    impl Dots for Avx512 {
+        #[inline(always)]
+        fn four(&self, p: &[f64], q: [&[f64]; 4]) -> [f64; 4] {
+            // SAFETY: this CPU has AVX-512F (see the type)
+            let [sums] = unsafe { sums_avx512::<1>([p], q) };
+            sums
+        }
+        #[inline(always)]
+        fn four_by_four(&self, p: [&[f64]; 4], q: [&[f64]; 4]) -> [[f64; 4]; 4] {
+            // SAFETY: this CPU has AVX-512F (see the type)
+            unsafe { sums_avx512(p, q) }
+        }
+    }
+
+    /// Made only by `products_avx2`, which runs where the CPU has AVX2.
+    struct Avx2;
+
+    impl Dots for Avx2 {
+        #[inline(always)]
+        fn four(&self, p: &[f64], q: [&[f64]; 4]) -> [f64; 4] {
+            // SAFETY: this CPU has AVX2 (see the type)
+            unsafe { four_avx2(p, q) }
+        }
+    }
+
+    /// `dot` of each of the R rows `p` with each of the four `q`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn sums_avx512<const R: usize>(p: [&[f64]; R], q: [&[f64]; 4]) -> [[f64; 4]; R] {
+        let k = q[0].len();
+        assert!(p.iter().chain(&q).all(|v| v.len() == k));
+        let blocks = k / 8;
+        let mut sums = [[_mm512_set1_pd(-0.0); 4]; R];
+        for b in 0..blocks {
+            // SAFETY: 8 * b + 8 <= k, the length of every p and q
+            unsafe {
+                let w = q.map(|q| _mm512_loadu_pd(q.as_ptr().add(8 * b)));
+                for (sums, p) in sums.iter_mut().zip(p) {
+                    let x = _mm512_loadu_pd(p.as_ptr().add(8 * b));
+                    for (sum, w) in sums.iter_mut().zip(w) {
+                        *sum = _mm512_add_pd(*sum, _mm512_mul_pd(x, w));
+                    }
+                }
+            }
+        }
+        let mut out = [[0.0; 4]; R];
+        for ((out, sums), p) in out.iter_mut().zip(sums).zip(p) {
+            for ((out, sum), q) in out.iter_mut().zip(sums).zip(q) {
+                let mut lanes = [0.0; 8];
+                // SAFETY: `lanes` holds 8 f64
+                unsafe { _mm512_storeu_pd(lanes.as_mut_ptr(), sum) };
+                *out = finish_dot(lanes, &p[8 * blocks..], &q[8 * blocks..]);
+            }
+        }
+        out
+    }
+
+    /// `dot` of `p` with each of the four `q`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn four_avx2(p: &[f64], q: [&[f64]; 4]) -> [f64; 4] {
+        let k = p.len();
+        assert!(q.iter().all(|q| q.len() == k));
+        let blocks = k / 8;
+        let mut low = [_mm256_set1_pd(-0.0); 4];
+        let mut high = [_mm256_set1_pd(-0.0); 4];
+        for b in 0..blocks {
+            // SAFETY: 8 * b + 8 <= k, the length of p and of every q
+            unsafe {
+                let (x_low, x_high) = (_mm256_loadu_pd(p.as_ptr().add(8 * b)), _mm256_loadu_pd(p.as_ptr().add(8 * b + 4)));
+                for ((low, high), q) in low.iter_mut().zip(high.iter_mut()).zip(q) {
+                    let q = q.as_ptr().add(8 * b);
+                    *low = _mm256_add_pd(*low, _mm256_mul_pd(x_low, _mm256_loadu_pd(q)));
+                    *high = _mm256_add_pd(*high, _mm256_mul_pd(x_high, _mm256_loadu_pd(q.add(4))));
+                }
+            }
+        }
+        let mut out = [0.0; 4];
+        for (((out, low), high), q) in out.iter_mut().zip(low).zip(high).zip(q) {
+            let mut lanes = [0.0; 8];
+            // SAFETY: `lanes` holds 8 f64, 4 at each store
+            unsafe {
+                _mm256_storeu_pd(lanes.as_mut_ptr(), low);
+                _mm256_storeu_pd(lanes.as_mut_ptr().add(4), high);
+            }
+            *out = finish_dot(lanes, &p[8 * blocks..], &q[8 * blocks..]);
+        }
+        out
+    }
 }
 
 /// out = in: the conversion is the rounding of the output type, which the tolerance applies.
@@ -1153,16 +1311,54 @@ mod tests {
         assert_eq!(on(1), on(3));
     }
 
+    /// Every build of `products` this CPU runs: the portable one, and the AVX2 and AVX-512
+    /// ones where it has them.
+    #[allow(clippy::type_complexity)]
+    fn product_builds() -> Vec<(&'static str, Box<dyn Fn(&[f64], &[f64], (usize, usize, usize), &mut [f64])>)> {
+        let mut builds: Vec<(&'static str, Box<dyn Fn(&[f64], &[f64], (usize, usize, usize), &mut [f64])>)> =
+            vec![("portable", Box::new(|x, w, shape, out| super::products_by(x, w, shape, out, super::Portable)))];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2
+                builds.push(("avx2", Box::new(|x, w, shape, out| unsafe { super::wide::products_avx2(x, w, shape, out) })));
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F
+                builds.push(("avx512", Box::new(|x, w, shape, out| unsafe { super::wide::products_avx512(x, w, shape, out) })));
+            }
+        }
+        builds
+    }
+
     #[test]
     fn gemm_xwt_gives_the_same_bits_with_and_without_wide_lanes() {
-        // `products` picks the AVX2 build where the CPU has it: its bits are the portable one's
-        let (n, k) = (11, 203);
-        let rows: Vec<f64> = (0..5 * k).map(|i| ((i as f64) * 0.618_033_988_7).fract() - 0.5).collect();
-        let w: Vec<f64> = (0..n * k).map(|i| ((i as f64) * 0.414_213_562_3).fract() - 0.5).collect();
-        let (mut picked, mut portable) = (vec![0.0; 5 * n], vec![0.0; 5 * n]);
-        super::products(&rows, &w, (n, k, 4), &mut picked);
-        super::products_portable(&rows, &w, (n, k, 4), &mut portable);
-        assert_eq!(picked.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), portable.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+        // rounded sums, whose bits show the order of the adds: every build gives `dot`'s own
+        // sums, element by element; m and n around the 4-by-4 blocks, k around the 8 lanes
+        let shapes = [(5, 11, 203, 4), (9, 13, 301, 8), (4, 4, 8, 8), (7, 9, 3, 8), (6, 5, 0, 8), (1, 4, 17, 8), (8, 12, 64, 12)];
+        for (m, n, k, w_rows) in shapes {
+            let x: Vec<f64> = (0..m * k).map(|i| ((i as f64) * 0.618_033_988_7).fract() - 0.5).collect();
+            let w: Vec<f64> = (0..n * k).map(|i| ((i as f64) * 0.414_213_562_3).fract() - 0.5).collect();
+            let want: Vec<u64> = (0..m * n).map(|e| super::dot(&x[e / n * k..][..k], &w[e % n * k..][..k]).to_bits()).collect();
+            for (name, products) in product_builds() {
+                let mut out = vec![f64::NAN; m * n];
+                products(&x, &w, (n, k, w_rows), &mut out);
+                assert_eq!(out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "{name}: m {m} n {n} k {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn gemm_xwt_builds_keep_the_sign_of_a_sum_of_negative_zeros() {
+        // 4 by 4, the wide builds' blocks: each lane starts at -0 there too
+        let (m, n, k) = (4, 4, 19);
+        let w: Vec<f64> = (0..n * k).map(|i| if i / k % 2 == 0 { -1.0 } else { 1.0 }).collect();
+        for (name, products) in product_builds() {
+            let mut out = vec![f64::NAN; m * n];
+            products(&vec![0.0; m * k], &w, (n, k, 8), &mut out);
+            let signs: Vec<bool> = out.iter().map(|v| *v == 0.0 && v.is_sign_negative()).collect();
+            assert_eq!(signs, [true, false, true, false].repeat(m), "{name}");
+        }
     }
 
     #[test]
