@@ -39,7 +39,7 @@ pub fn module(backend: &HostBackend) -> Arc<dyn Module> {
     let source = KernelSource {
         path: root().join(&display_path),
         display_path,
-        kernels: vec!["scale_add".into(), "barriers".into()],
+        kernels: vec!["scale_add".into(), "barriers".into(), "shuffles".into()],
         include_dirs: vec![root().join("kernels")],
     };
     backend.load_module(&source).unwrap_or_else(|e| panic!("{e}"))

@@ -10,3 +10,11 @@ extern "C" __global__ void scale_add(const float* a, const float* b, float* y, i
 extern "C" __global__ void barriers(int count) {
   for (int i = 0; i < count; i++) __syncthreads();
 }
+
+// Nothing but warp shuffles: the runtime's cost of one lane at one __shfl_xor (the butterfly of
+// a warp reduction). `sink` is null in the bench: the sum is kept only so the shuffles stay.
+extern "C" __global__ void shuffles(int count, unsigned* sink) {
+  unsigned v = threadIdx.x;
+  for (int i = 0; i < count; i++) v += __shfl_xor(v, 1 << (i % 5));
+  if (sink) sink[(long long)blockIdx.x * blockDim.x + threadIdx.x] = v;
+}
