@@ -272,43 +272,49 @@ static __forceinline__ void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ
 static __forceinline__ void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
 // ---------------------------------------------------------------- context switch
-extern "C" void __simt_swap(void** save_sp, void* new_sp);
+// A switch is inline code, not a call: it pushes rbp and where to go on on the old stack,
+// switches rsp, pops the new stack's two and jumps. The compiler is told every other
+// register is clobbered, so it keeps nothing in one across the switch (what it would have
+// saved around a call). No call and no return: the return stack buffer stays as the fibers'
+// own calls and returns leave it, and as a warp's lanes wait at the same place, each lane's
+// return after its switch is predicted (a switch by call leaves it one entry off, and every
+// return after it mispredicted). It steps over the red zone (128 bytes below rsp that a leaf
+// may keep data in) before pushing. MXCSR and the x87 control word are not switched: all
+// fibers share one FP environment.
 extern "C" void __simt_trampoline();
-// Saves the callee-saved registers on the old stack, switches rsp, restores, and
-// returns with pop+jmp: a plain `ret` onto another stack mispredicts every time.
-// MXCSR and the x87 control word are not switched: all fibers share one FP environment.
+SIMT_NOSAN __attribute__((always_inline)) static inline void swap_stacks(void** save_sp, void* new_sp) {
+  asm volatile(
+      "leaq -128(%%rsp), %%rsp\n\t"
+      "pushq %%rbp\n\t"
+      "leaq 1f(%%rip), %%rax\n\t"
+      "pushq %%rax\n\t"
+      "movq %%rsp, (%[save])\n\t"
+      "movq %[next], %%rsp\n\t"
+      "popq %%rax\n\t"
+      "popq %%rbp\n\t"
+      "jmpq *%%rax\n"
+      "1:\n\t"
+      "leaq 128(%%rsp), %%rsp"
+      : [save] "+D"(save_sp), [next] "+S"(new_sp)
+      :
+      : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "memory", "cc", "xmm0", "xmm1",
+        "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+        "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", "st(7)");
+}
+// A new fiber's first switch pops the trampoline as where to go on (and rbp, 0), which pops
+// the scheduler and worker_main and calls one with the other, rsp 16-aligned.
 #ifndef SIMT_KERNEL_TU
 asm(R"(
 .text
-.globl __simt_swap
-.hidden __simt_swap
-.type __simt_swap,@function
-__simt_swap:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  popq %rcx
-  jmpq *%rcx
-.size __simt_swap,.-__simt_swap
 .globl __simt_trampoline
 .hidden __simt_trampoline
 .type __simt_trampoline,@function
 __simt_trampoline:
   .cfi_startproc
   .cfi_undefined rip
-  movq %r12, %rdi
-  callq *%r13
+  popq %rdi
+  popq %rax
+  callq *%rax
   ud2
   .cfi_endproc
 .size __simt_trampoline,.-__simt_trampoline
@@ -545,11 +551,10 @@ SIMT_NOSAN static Fiber* new_worker(Scheduler* s) {
   f->block_index = b.block_index; f->block_dim = b.block_dim; f->grid_dim = b.grid_dim; f->thread_index = uint3{0, 0, 0}; f->linear = 0;
   uintptr_t top = ((uintptr_t)f - 64) & ~(uintptr_t)15;
   void** sp = (void**)top;
-  *--sp = (void*)__simt_trampoline;                 // popped and jumped to; rsp == top (16-aligned) after
-  *--sp = nullptr; *--sp = nullptr;                 // rbp rbx
-  *--sp = (void*)s;                                 // r12 -> rdi
-  *--sp = (void*)worker_main;                       // r13
-  *--sp = nullptr; *--sp = nullptr;                 // r14 r15
+  *--sp = (void*)worker_main;                       // the trampoline's: called with rsp == top (16-aligned)
+  *--sp = (void*)s;                                 // -> rdi
+  *--sp = nullptr;                                  // rbp
+  *--sp = (void*)__simt_trampoline;                 // where the first switch to it goes on
   f->sp = sp;
   f->alive_slot = b.alive_count; b.alive[b.alive_count++] = f;
   return f;
@@ -599,7 +604,7 @@ SIMT_NOSAN static Fiber* pick_next(Scheduler* s) {
 SIMT_NOSAN static inline void switch_to(Scheduler* s, Fiber* from, bool dying, Fiber* to) {
   s->block.switches++;
   void* dead;
-  __simt_swap(from ? &from->sp : dying ? &dead : &s->main_sp, to ? to->sp : s->main_sp);
+  swap_stacks(from ? &from->sp : dying ? &dead : &s->main_sp, to ? to->sp : s->main_sp);
 }
 SIMT_NOSAN static inline void block_wait(Scheduler* s, Fiber* me) {
   Fiber* next = pick_next(s);
@@ -630,8 +635,22 @@ SIMT_NOSAN static inline void flush(Block& b, Fiber* me) {
   __builtin_unreachable();
 }
 
+// The sync ops kernel code calls, defined in the runtime's translation unit alone: compiled
+// into each kernel's, they and the scheduler they reach (pick_next, new_worker, the switch)
+// were a third of the compile of every kernel with a barrier or a warp op, for code that is
+// the same in all of them. Kernel code calls each through one call, as when it was its own.
+enum ShuffleKind : unsigned { SHFL_XOR, SHFL_DOWN, SHFL_UP, SHFL_INDEX };
+struct ShuffleBytes { unsigned char b[16]; };   // a shuffled value: a T of at most 16 bytes
+#define SIMT_RUNTIME_FN SIMT_NOSAN __attribute__((visibility("hidden"), noinline))
+SIMT_RUNTIME_FN void syncthreads(const char* file, int line);
+[[noreturn]] SIMT_RUNTIME_FN void trap(const char* file, int line);
+SIMT_RUNTIME_FN ShuffleBytes warp_shuffle_bytes(ShuffleBytes v, ShuffleKind kind, unsigned arg, int width, const char* file, int line);
+SIMT_RUNTIME_FN unsigned long long warp_ballot(int predicate, const char* file, int line);
+SIMT_RUNTIME_FN unsigned next_thread(Block& b, Fiber* me, unsigned t);
+
+#ifndef SIMT_KERNEL_TU
 // ---------------------------------------------------------------- block barrier
-SIMT_NOSAN __attribute__((noinline)) static void syncthreads(const char* file, int line) {
+SIMT_RUNTIME_FN void syncthreads(const char* file, int line) {
   Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
   flush(b, me);
   unsigned exited = b.started - b.alive_count;
@@ -655,7 +674,7 @@ SIMT_NOSAN __attribute__((noinline)) static void syncthreads(const char* file, i
   block_wait(s, me);
 }
 
-SIMT_NOSAN __attribute__((noinline, cold)) static void trap(const char* file, int line) {
+[[noreturn]] SIMT_RUNTIME_FN __attribute__((cold)) void trap(const char* file, int line) {
   Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
   flush(b, me);
   fail(b, "trap: thread %u executed __trap() at %s:%d", linear_thread(b, me), file, line);
@@ -694,11 +713,10 @@ SIMT_NOSAN static inline T warp_read(Warp& w, unsigned p, unsigned source, T own
   T r; memcpy(&r, w.exchange[p][source], sizeof(T)); return r;
 }
 // A shuffle whole, exchange and read, out of the kernel's instrumented code (the reads of the
-// exchange buffers would each be a call into the memory checks). The source lane as HIP
-// computes it (amd_warp_functions.h); width is a power of two <= warpSize.
-enum ShuffleKind : unsigned { SHFL_XOR, SHFL_DOWN, SHFL_UP, SHFL_INDEX };
-template <class T>
-SIMT_NOSAN __attribute__((noinline)) static T warp_shuffle(T v, ShuffleKind kind, unsigned arg, int width, const char* file, int line) {
+// exchange buffers would each be a call into the memory checks), of a value's bytes (passed
+// and returned in two registers). The source lane as HIP computes it (amd_warp_functions.h);
+// width is a power of two <= warpSize.
+SIMT_RUNTIME_FN ShuffleBytes warp_shuffle_bytes(ShuffleBytes v, ShuffleKind kind, unsigned arg, int width, const char* file, int line) {
   Warp* w; unsigned lane; unsigned p = warp_exchange(v, file, line, w, lane);
   const unsigned segment = lane & ~(unsigned)(width - 1), within = lane & (unsigned)(width - 1);
   unsigned source;
@@ -710,12 +728,27 @@ SIMT_NOSAN __attribute__((noinline)) static T warp_shuffle(T v, ShuffleKind kind
   }
   return warp_read(*w, p, source, v);
 }
-SIMT_NOSAN __attribute__((noinline)) static unsigned long long warp_ballot(int predicate, const char* file, int line) {
+SIMT_RUNTIME_FN unsigned long long warp_ballot(int predicate, const char* file, int line) {
   Warp* w; unsigned lane; unsigned p = warp_exchange(predicate, file, line, w, lane);
   unsigned long long r = 0;
   for (unsigned i = 0; i < (unsigned)WARP; i++)
     if ((w->valid[p] >> i) & 1) { int x; memcpy(&x, w->exchange[p][i], sizeof x); if (x) r |= 1ull << i; }
   return r;
+}
+#endif  // SIMT_KERNEL_TU
+// Kernel code's shuffle of a T: its bytes through the runtime's, in registers (a value is on
+// no tensor; a copy the compiler keeps on the stack is skipped by the memory checks' first
+// test). Inlined, so that the kernel calls the runtime directly: after a fiber switch every
+// return mispredicts (the switch leaves the return stack buffer one entry off), and a frame
+// of its own here was one return more per lane per shuffle, half again the shuffle's cost.
+template <class T>
+__attribute__((always_inline)) static inline T warp_shuffle(T v, ShuffleKind kind, unsigned arg, int width, const char* file, int line) {
+  static_assert(sizeof(T) <= sizeof(ShuffleBytes) && std::is_trivially_copyable_v<T>, "shuffle type");
+  ShuffleBytes bytes{};
+  memcpy(bytes.b, &v, sizeof(T));
+  bytes = warp_shuffle_bytes(bytes, kind, arg, width, file, line);
+  memcpy(&v, bytes.b, sizeof(T));
+  return v;
 }
 }  // namespace simt
 
@@ -748,7 +781,8 @@ namespace simt {
 // The bookkeeping of a worker's threads, out of the kernel's instrumented code (each access
 // would be a call into the memory checks, per thread). The thread after `t` (after the
 // first, `t` ~0u) that this worker runs, set up in its header; ~0u when none is left.
-SIMT_NOSAN __attribute__((noinline)) static unsigned next_thread(Block& b, Fiber* me, unsigned t) {
+#ifndef SIMT_KERNEL_TU
+SIMT_RUNTIME_FN unsigned next_thread(Block& b, Fiber* me, unsigned t) {
   if (t == ~0u || b.runner != me) { t = b.started; b.runner = me; }   // first, or blocked meanwhile: others may have started threads
   else t++;                                                             // did not block: keep counting privately
   if (t >= b.threads) { b.started = b.threads; b.runner = nullptr; return ~0u; }
@@ -760,6 +794,7 @@ SIMT_NOSAN __attribute__((noinline)) static unsigned next_thread(Block& b, Fiber
   b.warps[linear / WARP].started |= lanemask(1) << (linear % WARP);
   return t;
 }
+#endif
 // The per-kernel worker loop. Parameters are unpacked once per worker (each call still
 // gets its own by-value copy); the kernel is a template argument, so it is inlined.
 // The kernel's parameters, copied out of the launch's argument table by uninstrumented code:
