@@ -470,7 +470,7 @@ fn products(rows: &[f64], w: &[f64], shape: (usize, usize, usize), out: &mut [f6
     products_by(rows, w, shape, out, Portable);
 }
 
-/// Several of `dot`'s sums in one pass: a row against four rows of W, or two rows against
+/// Several of `dot`'s sums in one pass: a row against four rows of W, or four rows against
 /// the same four. Each sum is made as `dot` makes it (the same bits); making several at once
 /// lets their adds overlap (each waits on its own lane's last add only) and reads each row
 /// once for all of them.
@@ -490,7 +490,7 @@ impl Dots for Portable {
 }
 
 /// Each row of `rows` against W, `w_rows` rows of W at a time (so that they stay in cache
-/// across the block's rows of x), four of them at a time against two rows of x.
+/// across the block's rows of x), four of them at a time against four rows of x.
 #[inline(always)]
 fn products_by(rows: &[f64], w: &[f64], (n, k, w_rows): (usize, usize, usize), out: &mut [f64], dots: impl Dots) {
     let w_row = |j: usize| &w[j * k..(j + 1) * k];
@@ -551,7 +551,7 @@ fn finish_dot(mut lanes: [f64; 8], p_tail: &[f64], q_tail: &[f64]) -> f64 {
 
 /// `Dots` in x86-64 vectors: the eight lanes of a sum in one 512-bit or two 256-bit
 /// registers (written plainly, the compiler shuffled the four sums' lanes through memory).
-/// AVX-512 makes two rows by four at once (8 of its 32 registers), AVX2 one by four (8 of 16).
+/// AVX-512 makes four rows by four at once (16 of its 32 registers), AVX2 one by four (8 of 16).
 #[cfg(target_arch = "x86_64")]
 mod wide {
     use std::arch::x86_64::*;
