@@ -1526,11 +1526,25 @@ fn run_case(
     let mut triage = Vec::new();
     let seams_here = variant == Inputs::AsGenerated && gates.contains(&Gate::Seams);
     let mut piece_walls = Vec::new();
+    // gate 3's walls of each tensor, those of the row tensors before gate 5 (whose pieces copy
+    // the rows of an input the whole batch left as uploaded), the others after it (a piece is
+    // lent them and may break them)
+    let mut walls: BTreeMap<&str, Walls> = BTreeMap::new();
     if let Some(axis) = contract.seams.axis().filter(|_| seams_here) {
+        let rows_of = crate::seams::row_tensors(op, &axis.axis);
+        for spec in op.tensors.iter().filter(|t| rows_of.contains(&t.name)) {
+            let uploaded = (spec.role == Role::Input).then(|| input_bytes[spec.name].as_slice());
+            walls.insert(spec.name, walls_of(&tensors[spec.name], uploaded, &mut phases, &mut lap).map_err(text)?);
+        }
+        let sources = walls
+            .iter()
+            .filter(|(name, broken)| input_bytes.contains_key(**name) && !broken.iter().any(|(wall, _)| *wall == crate::seams::Wall::Input))
+            .map(|(name, _)| (*name, tensors[*name].device_address()))
+            .collect();
         lap.take();
         let whole: BTreeMap<&str, &[u8]> = outputs.iter().map(|n| (*n, launches[n][0].as_slice())).collect();
         let outcome =
-            run_seams(context, (contract, record, module), (index, case), axis, (&mut tensors, &input_bytes, whole), &mut phases)?;
+            run_seams(context, (contract, record, module), (index, case), axis, (&mut tensors, &input_bytes, whole, sources), &mut phases)?;
         report.seams = outcome.checks;
         for (tensor, failure) in outcome.failures {
             failures.push((Gate::Seams, tensor, failure));
@@ -1596,18 +1610,16 @@ fn run_case(
     // shapes also means: nothing written outside any tensor, no input changed
     let mut broken = std::collections::BTreeSet::new();
     for spec in op.tensors {
-        let tensor = &tensors[spec.name];
-        if let Some(failure) = guard_check(tensor).map_err(text)? {
-            failures.push((Gate::Shapes, spec.name.to_string(), failure));
-            broken.insert((spec.name.to_string(), crate::seams::Wall::Guard));
-        }
-        if spec.role == Role::Input {
-            phases.gates += lap.take();
-            if let Some(failure) = input_check(tensor, &input_bytes[spec.name]).map_err(text)? {
-                failures.push((Gate::Shapes, spec.name.to_string(), failure));
-                broken.insert((spec.name.to_string(), crate::seams::Wall::Input));
+        let found = match walls.remove(spec.name) {
+            Some(found) => found,
+            None => {
+                let uploaded = (spec.role == Role::Input).then(|| input_bytes[spec.name].as_slice());
+                walls_of(&tensors[spec.name], uploaded, &mut phases, &mut lap).map_err(text)?
             }
-            phases.download += lap.take();
+        };
+        for (wall, failure) in found {
+            failures.push((Gate::Shapes, spec.name.to_string(), failure));
+            broken.insert((spec.name.to_string(), wall));
         }
     }
     // a wall only a piece broke is gate 5's; one the whole batch broke too is said above
@@ -1619,9 +1631,30 @@ fn run_case(
     Ok((report, failures, triage))
 }
 
+/// The walls of gate 3 a tensor's launches broke, each with its failure.
+type Walls = Vec<(crate::seams::Wall, Failure)>;
+
+/// Gate 3's walls of one tensor: its guard bands, and an input's bytes as `uploaded`.
+fn walls_of(tensor: &Tensor, uploaded: Option<&[u8]>, phases: &mut Phases, lap: &mut Lap) -> Result<Walls, engine::EngineError> {
+    let mut broken = Vec::new();
+    if let Some(failure) = guard_check(tensor)? {
+        broken.push((crate::seams::Wall::Guard, failure));
+    }
+    phases.gates += lap.take();
+    if let Some(uploaded) = uploaded {
+        if let Some(failure) = input_check(tensor, uploaded)? {
+            broken.push((crate::seams::Wall::Input, failure));
+        }
+        phases.download += lap.take();
+    }
+    Ok(broken)
+}
+
 /// A case's whole batch as gate 5 reuses it: its tensors (the shared ones lent to the pieces),
-/// its inputs' bytes, and each output's bytes from its first launch.
-type WholeBatch<'a, 'b> = (&'a mut BTreeMap<String, Tensor>, &'a BTreeMap<String, Arc<Vec<u8>>>, BTreeMap<&'b str, &'a [u8]>);
+/// its inputs' bytes, each output's bytes from its first launch, and the device address of
+/// each row input it left as uploaded.
+type WholeBatch<'a, 'b> =
+    (&'a mut BTreeMap<String, Tensor>, &'a BTreeMap<String, Arc<Vec<u8>>>, BTreeMap<&'b str, &'a [u8]>, BTreeMap<&'b str, u64>);
 
 /// Gate 5 on one case: its rows in pieces of each of the record's cuts and, where the
 /// contract asks, in decode batches (`seams::batched_cases` says which cases); each against
@@ -1631,7 +1664,7 @@ fn run_seams(
     (contract, record, module): (&Contract, &Record, Option<&dyn Module>),
     (index, case): (usize, &Case),
     axis: &crate::contract::RowAxis,
-    (tensors, inputs, outputs): WholeBatch,
+    (tensors, inputs, outputs, sources): WholeBatch,
     phases: &mut Phases,
 ) -> Result<crate::seams::Outcome, String> {
     let rows = usize::try_from(case.symbols[&axis.axis]).map_err(|_| format!("`{}` is not a row count", axis.axis))?;
@@ -1650,6 +1683,7 @@ fn run_seams(
         axis: &axis.axis,
         inputs,
         outputs,
+        sources,
     };
     crate::seams::run(&batch, tensors, &plans, phases)
 }
@@ -1692,12 +1726,17 @@ fn input_check_in_slices(tensor: &Tensor, before: &[u8], slice_bytes: usize) -> 
     for (i, want) in before.chunks(slice_bytes).enumerate() {
         let now = &mut slice[..want.len()];
         tensor.read_part(i * slice_bytes, now)?;
-        // compared on all cores: a GPU-only case's inputs are 4 to 12 GiB a record
-        if now.par_chunks(PARALLEL_BYTES).zip(want.par_chunks(PARALLEL_BYTES)).any(|(a, b)| a != b) {
+        if differs(now, want) {
             return Ok(input_changed(tensor, before, &tensor.read()?));
         }
     }
     Ok(None)
+}
+
+/// Whether two buffers of one length differ, compared on all cores (a GPU-only case's inputs
+/// are 4 to 12 GiB a record).
+pub(crate) fn differs(a: &[u8], b: &[u8]) -> bool {
+    a.len() != b.len() || a.par_chunks(PARALLEL_BYTES).zip(b.par_chunks(PARALLEL_BYTES)).any(|(a, b)| a != b)
 }
 
 /// Bytes of an input read back at a time by the input check.

@@ -152,6 +152,11 @@ pub(crate) struct Batch<'a> {
     /// Every input's bytes, and every output's bytes from the whole batch's launch.
     pub inputs: &'a BTreeMap<String, Arc<Vec<u8>>>,
     pub outputs: BTreeMap<&'a str, &'a [u8]>,
+    /// The device address of each row input the whole batch's launches left as uploaded (gate
+    /// 3's check ran first): a piece's rows of it are copied on the device, where a GPU-only
+    /// case's rows are gigabytes that took a minute a record to send again from the host. The
+    /// rows of any other input go up from `inputs`.
+    pub sources: BTreeMap<&'a str, u64>,
 }
 
 /// What the pieces of a case showed: each plan's figures, each output's failure (its first
@@ -178,13 +183,7 @@ pub(crate) enum Wall {
 /// again; the row tensors are each piece's own, with guard bands, inputs sliced from the
 /// whole batch's bytes.
 pub(crate) fn run(batch: &Batch, tensors: &mut BTreeMap<String, Tensor>, plans: &[Plan], phases: &mut Phases) -> Result<Outcome, String> {
-    let rows_of: Vec<&str> = batch
-        .op
-        .tensors
-        .iter()
-        .filter(|t| ShapeExpr::parse(t.shape).is_ok_and(|s| s.symbols().contains(&batch.axis)))
-        .map(|t| t.name)
-        .collect();
+    let rows_of = row_tensors(batch.op, batch.axis);
     let shapes: BTreeMap<String, Vec<usize>> = tensors.iter().map(|(name, t)| (name.clone(), t.shape.clone())).collect();
     let dtypes: BTreeMap<String, engine::DType> = tensors.iter().map(|(name, t)| (name.clone(), t.dtype)).collect();
     let mut lent: BTreeMap<String, Tensor> = BTreeMap::new();
@@ -197,6 +196,12 @@ pub(crate) fn run(batch: &Batch, tensors: &mut BTreeMap<String, Tensor>, plans: 
     }
     tensors.append(&mut lent);
     result
+}
+
+/// The op's tensors with a row per `axis` (the first dimension of their shape names it): each
+/// piece gets its own of these; the others are the whole batch's, lent.
+pub(crate) fn row_tensors<'a>(op: &'a OpSpec, axis: &str) -> Vec<&'a str> {
+    op.tensors.iter().filter(|t| ShapeExpr::parse(t.shape).is_ok_and(|s| s.symbols().contains(&axis))).map(|t| t.name).collect()
 }
 
 type Layout<'a> = (&'a BTreeMap<String, Vec<usize>>, &'a BTreeMap<String, engine::DType>);
@@ -222,19 +227,21 @@ fn run_plans(
         for (index, piece) in plan.pieces.iter().enumerate() {
             let mut symbols = batch.symbols.clone();
             symbols.insert(batch.axis.to_string(), piece.len() as i64);
-            let mut uploaded: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
             for name in rows_of {
                 let (dtype, whole) = (dtypes[*name], &shapes[*name]);
                 let row_bytes = whole[1..].iter().product::<usize>() * dtype.size();
                 let shape: Vec<usize> = std::iter::once(piece.len()).chain(whole[1..].iter().copied()).collect();
                 let mut tensor = Tensor::allocate(batch.backend, dtype, &shape).map_err(text)?;
-                match batch.inputs.get(*name) {
-                    Some(bytes) => {
-                        let rows = gather(bytes, piece, row_bytes);
-                        tensor.write(&rows).map_err(text)?;
-                        uploaded.insert(name, rows);
+                match (batch.sources.get(*name), batch.inputs.get(*name)) {
+                    (Some(&from), Some(_)) => {
+                        for (at, rows) in runs(piece) {
+                            let to = tensor.device_address() + (at * row_bytes) as u64;
+                            let from = from + (rows.start * row_bytes) as u64;
+                            batch.backend.copy(to, from, rows.len() * row_bytes).map_err(text)?;
+                        }
                     }
-                    None => tensor.fill(&vec![batch.poison; dtype.size()]).map_err(text)?,
+                    (None, Some(bytes)) => tensor.write(&gather(bytes, piece, row_bytes)).map_err(text)?,
+                    (_, None) => tensor.fill(&vec![batch.poison; dtype.size()]).map_err(text)?,
                 }
                 tensors.insert(name.to_string(), tensor);
             }
@@ -267,8 +274,9 @@ fn run_plans(
                 if !walls.contains_key(&(*name, Wall::Guard)) {
                     broken.push((Wall::Guard, crate::runner::guard_check(tensor).map_err(text)?));
                 }
-                if let (false, Some(before)) = (walls.contains_key(&(*name, Wall::Input)), uploaded.get(name)) {
-                    broken.push((Wall::Input, crate::runner::input_changed(tensor, before, &tensor.read().map_err(text)?)));
+                if let (false, Some(whole)) = (walls.contains_key(&(*name, Wall::Input)), batch.inputs.get(*name)) {
+                    let row_bytes = shapes[*name][1..].iter().product::<usize>() * dtypes[*name].size();
+                    broken.push((Wall::Input, piece_input_changed(tensor, whole, piece, row_bytes).map_err(text)?));
                 }
                 for (wall, failure) in broken.into_iter().filter_map(|(wall, failure)| Some((wall, failure?))) {
                     let message = format!("{}: {}", piece_label(plan, index), failure.message);
@@ -319,6 +327,52 @@ fn gather(bytes: &[u8], rows: &[usize], row_bytes: usize) -> Vec<u8> {
         }
         _ => rows.iter().flat_map(|r| &bytes[r * row_bytes..(r + 1) * row_bytes]).copied().collect(),
     }
+}
+
+/// A piece's rows as runs of consecutive case rows: (the run's first row in the piece, its
+/// case rows). A cut's piece is one run; a decode batch's repeats are one per repetition.
+fn runs(piece: &[usize]) -> Vec<(usize, std::ops::Range<usize>)> {
+    let mut out: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    for (at, &row) in piece.iter().enumerate() {
+        match out.last_mut() {
+            Some((_, rows)) if rows.end == row => rows.end += 1,
+            _ => out.push((at, row..row + 1)),
+        }
+    }
+    out
+}
+
+/// Bytes of a piece's input read back at a time by its wall check.
+const PIECE_CHECK_SLICE: usize = 256 << 20;
+
+/// Gate 5's check that a piece's launch left its rows of an input as the whole batch's bytes
+/// have them, read back a slice at a time (a GPU-only case's row is gigabytes); only a changed
+/// input is read whole, for its failure's count and first element.
+fn piece_input_changed(tensor: &Tensor, whole: &[u8], piece: &[usize], row_bytes: usize) -> Result<Option<Failure>, engine::EngineError> {
+    piece_input_changed_in_slices(tensor, whole, (piece, row_bytes), PIECE_CHECK_SLICE)
+}
+
+fn piece_input_changed_in_slices(
+    tensor: &Tensor,
+    whole: &[u8],
+    (piece, row_bytes): (&[usize], usize),
+    slice_bytes: usize,
+) -> Result<Option<Failure>, engine::EngineError> {
+    if tensor.bytes() <= slice_bytes {
+        return Ok(crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read()?));
+    }
+    let mut slice = vec![0u8; slice_bytes];
+    for (at, rows) in runs(piece) {
+        let want = &whole[rows.start * row_bytes..rows.end * row_bytes];
+        for (i, want) in want.chunks(slice_bytes).enumerate() {
+            let now = &mut slice[..want.len()];
+            tensor.read_part(at * row_bytes + i * slice_bytes, now)?;
+            if crate::runner::differs(now, want) {
+                return Ok(crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read()?));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Each row of a piece's output against its row of the whole batch's: counted when any byte
@@ -434,6 +488,37 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_piece_is_copied_in_runs_of_consecutive_rows() {
+        assert_eq!(runs(&[4, 5, 6]), [(0, 4..7)]);
+        assert_eq!(runs(&[1, 2, 0, 1, 2, 0]), [(0, 1..3), (2, 0..3), (5, 0..1)]);
+        assert_eq!(runs(&[3, 3]), [(0, 3..4), (1, 3..4)]);
+        assert_eq!(runs(&[]), []);
+    }
+
+    #[test]
+    fn a_piece_input_read_back_in_slices_finds_a_change_in_any_run_and_slice() {
+        let whole = f32_rows(&[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]);
+        let piece = [1, 2, 0, 1];
+        let mut tensor = Tensor::allocate(&Memory, engine::DType::F32, &[4, 2]).unwrap();
+        let rows = gather(&whole, &piece, 8);
+        tensor.write(&rows).unwrap();
+        for slice in [4, 12, 1 << 20] {
+            assert_eq!(piece_input_changed_in_slices(&tensor, &whole, (&piece, 8), slice).unwrap().map(|f| f.message), None);
+        }
+        for element in 0..8 {
+            let mut changed = rows.clone();
+            changed[element * 4..element * 4 + 4].copy_from_slice(&(-1.0f32).to_le_bytes());
+            tensor.write(&changed).unwrap();
+            for slice in [4, 12, 1 << 20] {
+                let failure = piece_input_changed_in_slices(&tensor, &whole, (&piece, 8), slice).unwrap();
+                let message = failure.map(|f| f.message).unwrap_or_default();
+                let place = format!("[{}, {}]", element / 2, element % 2);
+                assert!(message.starts_with(&format!("input changed: 1 of 8 elements, first {place}")), "{slice}: {message}");
+            }
+        }
+    }
+
     /// Buffers in host memory, at their real addresses, so a launcher written in Rust can
     /// compute a tiny op in place.
     use engine::backend::memory::Memory;
@@ -495,7 +580,18 @@ mod tests {
         gate_with(rows, &[("blocked", if blocked { 1.0 } else { 0.0 }), ("lone", 0.0)])
     }
 
+    /// Gate 5 with the pieces' rows of x copied on the device from the whole batch's x, and
+    /// with them sent from the host bytes: the two must show the same.
     fn gate_with(rows: usize, params: &[(&str, f64)]) -> (Outcome, BTreeMap<String, Tensor>) {
+        let (copied, tensors) = gate_with_sources(rows, params, true);
+        let (sent, _) = gate_with_sources(rows, params, false);
+        assert_eq!(format!("{:?}", copied.checks), format!("{:?}", sent.checks));
+        assert_eq!(format!("{:?}", copied.failures), format!("{:?}", sent.failures));
+        assert_eq!(format!("{:?}", copied.walls), format!("{:?}", sent.walls));
+        (copied, tensors)
+    }
+
+    fn gate_with_sources(rows: usize, params: &[(&str, f64)], copied: bool) -> (Outcome, BTreeMap<String, Tensor>) {
         let k = 3;
         let values = |n: usize, scale: f32| -> Vec<u8> { (0..n).flat_map(|i| (i as f32 * scale + 0.25).to_le_bytes()).collect() };
         let inputs: BTreeMap<String, Arc<Vec<u8>>> =
@@ -532,6 +628,7 @@ mod tests {
             axis: "rows",
             inputs: &inputs,
             outputs: [("out", whole.as_slice())].into(),
+            sources: if copied { [("x", tensors["x"].device_address())].into() } else { BTreeMap::new() },
         };
         let outcome = run(&batch, &mut tensors, &plans(rows, &[1, 7], &[2, 32]), &mut Phases::default()).unwrap();
         (outcome, tensors)

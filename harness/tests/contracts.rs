@@ -626,3 +626,31 @@ fn timings_split_each_records_time_into_phases_in_the_table_and_the_report() {
     let records = json["records"].as_array().unwrap();
     assert!(records[0]["phases"]["startup"].as_f64().unwrap() > 0.0, "{}", records[0]);
 }
+
+/// Gate 5's pieces copy their rows of an input from the whole batch's tensor on the device,
+/// but only of an input the whole batch left as it was uploaded: here the whole batch flips a
+/// bit of its last row's input after using it, so a piece given the whole batch's bytes would
+/// differ from it at that row. Red at shapes (the input changed), and not at seams.
+#[test]
+fn pieces_of_a_whole_batch_that_changed_its_input_get_the_input_as_generated() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernels = dir.path().join("kernels");
+    copy_dir(&root().join("kernels"), &kernels);
+    let source = std::fs::read_to_string(kernels.join("tf_rms.hip")).unwrap();
+    let flips = "    tf_store(out, out_kind, row + j, v * inverse * tf_load(weight, weight_kind, j));\n  }\n  __syncthreads();\n  \
+                 if (gridDim.x > 1 && blockIdx.x == gridDim.x - 1 && threadIdx.x == 0)\n    \
+                 ((unsigned char*)(void*)x)[(row + k - 1) * (x_kind == TF_F32 ? 4 : 2)] ^= 1;\n}\n";
+    let (kept, _) = source.rsplit_once("    tf_store(out, out_kind, row + j").expect("tf_rms's store");
+    std::fs::write(kernels.join("tf_rms.hip"), format!("{kept}{flips}")).unwrap();
+    let report = dir.path().join("r.json");
+    let args = ["--kernels", kernels.to_str().unwrap(), "--only", "tf_rms", "--no-controls", "--report", report.to_str().unwrap()];
+    let (code, lines, stderr) = contracts(&args);
+    let output = format!("{}\n{stderr}", lines.join("\n"));
+    assert_eq!(code, 1, "{output}");
+    let fails: Vec<&String> = lines.iter().filter(|l| l.starts_with("tf_rms (") && l.contains(" FAIL ")).collect();
+    assert_eq!(fails.len(), 5, "{output}");
+    for line in fails {
+        assert!(line.contains("at shapes: ") && line.contains("x: input changed: 1 of 192 elements, first [2, 63]"), "{line}");
+        assert!(!line.contains("at seams"), "a piece ran on the whole batch's changed input: {line}");
+    }
+}
