@@ -90,8 +90,14 @@ impl Tensor {
         self.buffer.write(GUARD_BYTES, data)
     }
 
-    /// Fills the data with a repeated byte pattern (poison before a launch).
+    /// Fills the data with a repeated byte pattern (poison before a launch); one of a single
+    /// byte value is set on the device.
     pub fn fill(&mut self, pattern: &[u8]) -> Result<(), EngineError> {
+        if let [byte, rest @ ..] = pattern
+            && rest.iter().all(|b| b == byte)
+        {
+            return self.buffer.set(GUARD_BYTES, self.bytes(), *byte);
+        }
         let data = pattern.repeat(self.bytes() / pattern.len().max(1));
         self.buffer.write(GUARD_BYTES, &data)
     }
@@ -151,7 +157,7 @@ fn guard_fill(dtype: DType, id: u8, side: GuardSide) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::backend::memory::Memory;
 
@@ -165,6 +171,23 @@ mod tests {
     fn store(t: &mut Tensor, index: i64, bytes: &[u8]) {
         let at = (GUARD_BYTES as i64 + index * t.dtype.size() as i64) as usize;
         t.buffer.write(at, bytes).unwrap();
+    }
+
+    /// A fill of one byte value (a set on the device) or of a pattern (a copy) covers the
+    /// data and leaves the guard bands as they were.
+    pub(crate) fn fills_the_data_alone(backend: &dyn Backend) {
+        for pattern in [&[0x5a][..], &[0xa5, 0xa5], &[0x01, 0x02]] {
+            let mut t = Tensor::allocate(backend, DType::F16, &[3, 5]).unwrap();
+            t.fill(pattern).unwrap();
+            let want: Vec<u8> = (0..30).map(|i| pattern[i % pattern.len()]).collect();
+            assert_eq!(t.read().unwrap(), want, "{} {pattern:?}", backend.name());
+            assert_eq!(t.guard_damage().unwrap(), None, "{} {pattern:?}", backend.name());
+        }
+    }
+
+    #[test]
+    fn a_fill_sets_the_data_alone_by_one_byte_or_by_a_pattern() {
+        fills_the_data_alone(&Memory);
     }
 
     #[test]

@@ -220,15 +220,20 @@ pub trait DeviceBuffer: Send + Sync {
     fn device_address(&self) -> u64;
     fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError>;
     fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError>;
-    /// Every byte set to zero, as a fresh allocation's (a buffer used again, `pool`).
-    fn zero(&mut self) -> Result<(), EngineError> {
+    /// Bytes `offset..offset + len` set to `byte`: on a GPU a memset on the device, where a
+    /// copy of as many bytes from the host was a gigabyte case's poison before each launch.
+    fn set(&mut self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
         const PIECE: usize = 1 << 20;
-        let zeros = vec![0u8; PIECE.min(self.len())];
-        for offset in (0..self.len()).step_by(PIECE) {
-            let end = (offset + PIECE).min(self.len());
-            self.write(offset, &zeros[..end - offset])?;
+        let bytes = vec![byte; PIECE.min(len)];
+        for start in (0..len).step_by(PIECE) {
+            let end = (start + PIECE).min(len);
+            self.write(offset + start, &bytes[..end - start])?;
         }
         Ok(())
+    }
+    /// Every byte set to zero, as a fresh allocation's (a buffer used again, `pool`).
+    fn zero(&mut self) -> Result<(), EngineError> {
+        self.set(0, self.len(), 0)
     }
 }
 

@@ -119,6 +119,10 @@ impl DeviceBuffer for Pooled {
         self.buffer().read(offset, bytes)
     }
 
+    fn set(&mut self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
+        self.buffer.as_deref_mut().expect("a pooled buffer is taken only when dropped").set(offset, len, byte)
+    }
+
     fn zero(&mut self) -> Result<(), EngineError> {
         self.buffer.as_deref_mut().expect("a pooled buffer is taken only when dropped").zero()
     }

@@ -246,9 +246,19 @@ impl DeviceMemory {
 
     /// Every byte set to zero (cuMemsetD8_v2).
     pub fn zero(&self) -> Result<(), EngineError> {
+        self.set(0, self.len, 0)
+    }
+
+    /// Bytes `offset..offset + len` set to `byte` (cuMemsetD8_v2, on the legacy stream, which
+    /// the engine's blocking stream and every later copy wait for).
+    pub fn set(&self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
+        self.check_range(offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
         self.context.bind()?;
         let driver = &self.context.driver;
-        driver.check("cuMemsetD8_v2", unsafe { (driver.api.cuMemsetD8_v2)(self.pointer, 0, self.len) })
+        driver.check("cuMemsetD8_v2", unsafe { (driver.api.cuMemsetD8_v2)(self.pointer + offset as CUdeviceptr, byte, len) })
     }
 
     pub fn address(&self) -> CUdeviceptr {

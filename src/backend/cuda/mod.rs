@@ -395,8 +395,8 @@ impl DeviceBuffer for CudaBuffer {
         self.staging.read(offset, bytes, &|at, piece| self.memory.read(at, piece))
     }
 
-    fn zero(&mut self) -> Result<(), EngineError> {
-        self.memory.zero()
+    fn set(&mut self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
+        self.memory.set(offset, len, byte)
     }
 }
 

@@ -758,6 +758,15 @@ fn gpu_buffers_round_trip_at_offsets_and_start_zeroed() {
     assert_eq!(&tail[..], &want[len - 13..]);
     assert!(buffer.read(len - 1, &mut [0u8; 2]).is_err());
     assert_eq!(buffer.device_address() % 256, 0);
+    // set on the device (cuMemsetD8): only its range, and not past the end
+    buffer.set(5, 1 << 20, 0x5a).unwrap();
+    buffer.read(0, &mut back).unwrap();
+    want[5..5 + (1 << 20)].fill(0x5a);
+    assert_eq!(back, want);
+    assert!(buffer.set(len - 1, 2, 0).is_err());
+    buffer.zero().unwrap();
+    buffer.read(0, &mut back).unwrap();
+    assert!(back.iter().all(|b| *b == 0));
 }
 
 #[test]

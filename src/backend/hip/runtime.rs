@@ -233,8 +233,18 @@ impl DeviceMemory {
     /// engine's blocking stream and every later copy wait for): a gigabyte case's tensor was
     /// zeroed by copying as many zero bytes from the host.
     pub fn zero(&self) -> Result<(), EngineError> {
+        self.set(0, self.len, 0)
+    }
+
+    /// Bytes `offset..offset + len` set to `byte` on the device (hipMemset, as `zero`).
+    pub fn set(&self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
+        self.check_range(offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
         self.runtime.bind()?;
-        self.runtime.check("hipMemset", unsafe { (self.runtime.api.hipMemset)(self.pointer, 0, self.len) })
+        let start = unsafe { (self.pointer as *mut u8).add(offset) } as *mut c_void;
+        self.runtime.check("hipMemset", unsafe { (self.runtime.api.hipMemset)(start, c_int::from(byte), len) })
     }
 
     pub fn address(&self) -> u64 {

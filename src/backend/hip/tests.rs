@@ -192,6 +192,13 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         buffer.read(8, &mut three).unwrap();
         assert_eq!(three, [1, 2, 3]);
         assert!(buffer.write(63, &[1, 2]).is_err());
+        // a set on the device (hipMemset at the range's start), its range alone
+        buffer.set(12, 4, 0x33).unwrap();
+        let mut around = [0u8; 6];
+        buffer.read(11, &mut around).unwrap();
+        assert_eq!(around, [0, 0x33, 0x33, 0x33, 0x33, 0]);
+        assert!(buffer.set(62, 3, 0).is_err());
+        buffer.set(12, 4, 0).unwrap();
         // a device copy (hipMemcpyDtoD), as a pinned projection's last chunk makes
         let other = backend.allocate(8).unwrap();
         backend.copy(other.device_address(), buffer.device_address() + 8, 3).unwrap();

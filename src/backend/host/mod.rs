@@ -187,9 +187,10 @@ impl DeviceBuffer for HostBuffer {
         Ok(())
     }
 
-    fn zero(&mut self) -> Result<(), EngineError> {
-        // SAFETY: the allocation is `layout.size()` bytes from `pointer`, and this buffer's own
-        unsafe { std::ptr::write_bytes(self.pointer, 0, self.layout.size()) };
+    fn set(&mut self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
+        self.check(offset, len)?;
+        // SAFETY: `check` kept the range within the allocation, which is this buffer's own
+        unsafe { std::ptr::write_bytes(self.pointer.add(offset), byte, len) };
         Ok(())
     }
 }

@@ -718,3 +718,15 @@ fn test_source(file: &str, kernel: &str) -> KernelSource {
         include_dirs: vec![root().join("kernels")],
     }
 }
+
+#[test]
+fn host_buffers_set_only_their_range_and_fill_tensors_alone() {
+    let backend = backend_with(1);
+    crate::tensor::tests::fills_the_data_alone(&backend);
+    let mut buffer = backend.allocate(64).unwrap();
+    buffer.set(3, 10, 0x77).unwrap();
+    let mut back = [0u8; 64];
+    buffer.read(0, &mut back).unwrap();
+    assert!(back.iter().enumerate().all(|(i, b)| *b == if (3..13).contains(&i) { 0x77 } else { 0 }), "{back:?}");
+    assert!(buffer.set(60, 5, 0).is_err());
+}
