@@ -48,8 +48,8 @@ impl Tensor {
             .ok_or_else(|| EngineError::Buffer(format!("shape {shape:?} of {dtype} overflows")))?;
         let mut buffer = backend.allocate(bytes + 2 * GUARD_BYTES)?;
         let guard_id = next_guard_id();
-        buffer.write(0, &guard_fill(dtype, guard_id, GuardSide::Before))?;
-        buffer.write(GUARD_BYTES + bytes, &guard_fill(dtype, guard_id, GuardSide::After))?;
+        buffer.fill(0, GUARD_BYTES, &dtype.guard_pattern(guard_id, GuardSide::Before))?;
+        buffer.fill(GUARD_BYTES + bytes, GUARD_BYTES, &dtype.guard_pattern(guard_id, GuardSide::After))?;
         Ok(Tensor { dtype, shape: shape.to_vec(), guard_id, buffer })
     }
 
@@ -90,16 +90,10 @@ impl Tensor {
         self.buffer.write(GUARD_BYTES, data)
     }
 
-    /// Fills the data with a repeated byte pattern (poison before a launch); one of a single
-    /// byte value is set on the device.
+    /// Fills the data with a repeated pattern (poison before a launch), on the device where
+    /// it can (`DeviceBuffer::fill`).
     pub fn fill(&mut self, pattern: &[u8]) -> Result<(), EngineError> {
-        if let [byte, rest @ ..] = pattern
-            && rest.iter().all(|b| b == byte)
-        {
-            return self.buffer.set(GUARD_BYTES, self.bytes(), *byte);
-        }
-        let data = pattern.repeat(self.bytes() / pattern.len().max(1));
-        self.buffer.write(GUARD_BYTES, &data)
+        self.buffer.fill(GUARD_BYTES, self.bytes(), pattern)
     }
 
     pub fn read(&self) -> Result<Vec<u8>, EngineError> {

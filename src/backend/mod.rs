@@ -220,20 +220,59 @@ pub trait DeviceBuffer: Send + Sync {
     fn device_address(&self) -> u64;
     fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), EngineError>;
     fn read(&self, offset: usize, bytes: &mut [u8]) -> Result<(), EngineError>;
-    /// Bytes `offset..offset + len` set to `byte`: on a GPU a memset on the device, where a
-    /// copy of as many bytes from the host was a gigabyte case's poison before each launch.
-    fn set(&mut self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
-        const PIECE: usize = 1 << 20;
-        let bytes = vec![byte; PIECE.min(len)];
-        for start in (0..len).step_by(PIECE) {
-            let end = (start + PIECE).min(len);
-            self.write(offset + start, &bytes[..end - start])?;
-        }
-        Ok(())
+    /// Bytes `offset..offset + len` set to `pattern` repeated (`len` a multiple of its
+    /// length). On a GPU a pattern of 1, 2 or 4 bytes is a memset on the device, where a copy
+    /// of as many bytes from the host was every tensor's guard bands and every output's poison
+    /// before each launch (a synchronous copy each, and a gigabyte output's poison gigabytes).
+    fn fill(&mut self, offset: usize, len: usize, pattern: &[u8]) -> Result<(), EngineError> {
+        fill_by_writes(self, offset, len, pattern)
     }
     /// Every byte set to zero, as a fresh allocation's (a buffer used again, `pool`).
     fn zero(&mut self) -> Result<(), EngineError> {
-        self.set(0, self.len(), 0)
+        self.fill(0, self.len(), &[0])
+    }
+}
+
+/// `DeviceBuffer::fill` by copies of the repeated pattern from the host, a piece at a time.
+pub(crate) fn fill_by_writes<B: DeviceBuffer + ?Sized>(
+    buffer: &mut B,
+    offset: usize,
+    len: usize,
+    pattern: &[u8],
+) -> Result<(), EngineError> {
+    if pattern.is_empty() || !len.is_multiple_of(pattern.len()) {
+        return Err(EngineError::Buffer(format!("a fill of {len} bytes with a pattern of {}", pattern.len())));
+    }
+    let piece = (1 << 20) / pattern.len() * pattern.len();
+    let bytes = pattern.repeat(piece.min(len) / pattern.len());
+    for start in (0..len).step_by(piece) {
+        let end = (start + piece).min(len);
+        buffer.write(offset + start, &bytes[..end - start])?;
+    }
+    Ok(())
+}
+
+/// How a device sets a pattern with one memset: by bytes, by 16-bit or by 32-bit words (its
+/// value little-endian, as the buffer holds it), when the range is aligned to the word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Memset {
+    D8(u8),
+    D16(u16),
+    D32(u32),
+}
+
+impl Memset {
+    /// The memset that sets `pattern` over `offset..offset + len`, if one does.
+    pub(crate) fn of(offset: usize, len: usize, pattern: &[u8]) -> Option<Memset> {
+        let aligned = |n: usize| offset.is_multiple_of(n) && len.is_multiple_of(n);
+        match *pattern {
+            [b] => Some(Memset::D8(b)),
+            [a, b] if a == b => Some(Memset::D8(a)),
+            [a, b] if aligned(2) => Some(Memset::D16(u16::from_le_bytes([a, b]))),
+            [a, b, c, d] if a == b && b == c && c == d => Some(Memset::D8(a)),
+            [a, b, c, d] if aligned(4) => Some(Memset::D32(u32::from_le_bytes([a, b, c, d]))),
+            _ => None,
+        }
     }
 }
 
@@ -341,5 +380,23 @@ pub trait Backend: Send + Sync {
     fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
         let _ = (to, from, bytes);
         Err(EngineError::Op { op: "copy".into(), reason: format!("the {} backend has no device copy", self.name()) })
+    }
+}
+
+#[cfg(test)]
+mod memset_tests {
+    use super::Memset;
+
+    #[test]
+    fn a_pattern_is_one_memset_by_its_narrowest_word_and_only_where_the_range_is_aligned() {
+        assert_eq!(Memset::of(3, 5, &[7]), Some(Memset::D8(7)));
+        assert_eq!(Memset::of(3, 6, &[7, 7]), Some(Memset::D8(7)));
+        assert_eq!(Memset::of(4, 8, &[9, 9, 9, 9]), Some(Memset::D8(9)));
+        assert_eq!(Memset::of(2, 6, &[0x01, 0x7c]), Some(Memset::D16(0x7c01)));
+        assert_eq!(Memset::of(8, 16, &[0x01, 0x00, 0x81, 0x7f]), Some(Memset::D32(0x7f81_0001)));
+        assert_eq!(Memset::of(1, 6, &[0x01, 0x7c]), None, "an odd start");
+        assert_eq!(Memset::of(4, 6, &[1, 2, 3, 4]), None, "a length of one and a half words");
+        assert_eq!(Memset::of(0, 6, &[1, 2, 3]), None);
+        assert_eq!(Memset::of(0, 16, &[1, 2, 3, 4, 5, 6, 7, 8]), None);
     }
 }

@@ -119,8 +119,8 @@ impl DeviceBuffer for Pooled {
         self.buffer().read(offset, bytes)
     }
 
-    fn set(&mut self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
-        self.buffer.as_deref_mut().expect("a pooled buffer is taken only when dropped").set(offset, len, byte)
+    fn fill(&mut self, offset: usize, len: usize, pattern: &[u8]) -> Result<(), EngineError> {
+        self.buffer.as_deref_mut().expect("a pooled buffer is taken only when dropped").fill(offset, len, pattern)
     }
 
     fn zero(&mut self) -> Result<(), EngineError> {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::sys::*;
 use crate::EngineError;
+use crate::backend::Memset;
 use crate::backend::staging::PinnedBytes;
 use crate::backend::vendor::{self, Vendor};
 
@@ -246,19 +247,23 @@ impl DeviceMemory {
 
     /// Every byte set to zero (cuMemsetD8_v2).
     pub fn zero(&self) -> Result<(), EngineError> {
-        self.set(0, self.len, 0)
+        self.set(0, self.len, Memset::D8(0))
     }
 
-    /// Bytes `offset..offset + len` set to `byte` (cuMemsetD8_v2, on the legacy stream, which
-    /// the engine's blocking stream and every later copy wait for).
-    pub fn set(&self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
+    /// Bytes `offset..offset + len` set by one memset (cuMemsetD8_v2, D16 or D32, on the
+    /// legacy stream, which the engine's blocking stream and every later copy wait for).
+    pub(crate) fn set(&self, offset: usize, len: usize, memset: Memset) -> Result<(), EngineError> {
         self.check_range(offset, len)?;
         if len == 0 {
             return Ok(());
         }
         self.context.bind()?;
-        let driver = &self.context.driver;
-        driver.check("cuMemsetD8_v2", unsafe { (driver.api.cuMemsetD8_v2)(self.pointer + offset as CUdeviceptr, byte, len) })
+        let (driver, at) = (&self.context.driver, self.pointer + offset as CUdeviceptr);
+        match memset {
+            Memset::D8(v) => driver.check("cuMemsetD8_v2", unsafe { (driver.api.cuMemsetD8_v2)(at, v, len) }),
+            Memset::D16(v) => driver.check("cuMemsetD16_v2", unsafe { (driver.api.cuMemsetD16_v2)(at, v, len / 2) }),
+            Memset::D32(v) => driver.check("cuMemsetD32_v2", unsafe { (driver.api.cuMemsetD32_v2)(at, v, len / 4) }),
+        }
     }
 
     pub fn address(&self) -> CUdeviceptr {

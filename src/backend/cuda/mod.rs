@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::EngineError;
 use crate::backend::pool::BufferPool;
 use crate::backend::staging::{STAGE_BYTES, Staging};
-use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
+use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Memset, Module, Schedule, WatchedTensor};
 use cublas::{BlasHandle, Cublas};
 use driver::{Context, DeviceMemory, Driver, LoadedModule, PinnedMemory, Stream};
 use nvrtc::{Cubin, CudaCompiler, Nvrtc};
@@ -395,8 +395,11 @@ impl DeviceBuffer for CudaBuffer {
         self.staging.read(offset, bytes, &|at, piece| self.memory.read(at, piece))
     }
 
-    fn set(&mut self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
-        self.memory.set(offset, len, byte)
+    fn fill(&mut self, offset: usize, len: usize, pattern: &[u8]) -> Result<(), EngineError> {
+        match Memset::of(offset, len, pattern) {
+            Some(memset) => self.memory.set(offset, len, memset),
+            None => crate::backend::fill_by_writes(self, offset, len, pattern),
+        }
     }
 }
 

@@ -166,6 +166,8 @@ api_table! {
         cuMemcpyDtoH_v2: fn(*mut c_void, CUdeviceptr, usize) -> CUresult;
         cuMemcpyDtoD_v2: fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult;
         cuMemsetD8_v2: fn(CUdeviceptr, u8, usize) -> CUresult;
+        cuMemsetD16_v2: fn(CUdeviceptr, u16, usize) -> CUresult;
+        cuMemsetD32_v2: fn(CUdeviceptr, u32, usize) -> CUresult;
         cuModuleLoadData: fn(*mut CUmodule, *const c_void) -> CUresult;
         cuModuleUnload: fn(CUmodule) -> CUresult;
         cuModuleGetFunction: fn(*mut CUfunction, CUmodule, *const c_char) -> CUresult;

@@ -588,6 +588,18 @@ fn the_driver_path_runs_end_to_end_against_a_fake_driver() {
         buffer.read(9, &mut three).unwrap();
         assert_eq!(three, [0, 1, 2, 3, 0]);
         assert!(buffer.write(999, &[1, 2]).is_err());
+        // fills: one memset by bytes, 16-bit or 32-bit words where the range is aligned to
+        // the word (cuMemsetD8_v2, D16, D32), by copies where it is not; their range alone
+        for (offset, pattern, memsets) in [(20, &[0x33][..], 1), (30, &[1, 2], 1), (40, &[1, 2, 3, 4], 1), (51, &[5, 6], 0)] {
+            let before = fake.call_i32("fake_memsets");
+            buffer.fill(offset, 4, pattern).unwrap();
+            assert_eq!(fake.call_i32("fake_memsets") - before, memsets, "{pattern:?}");
+            let mut around = [9u8; 6];
+            buffer.read(offset - 1, &mut around).unwrap();
+            let want: Vec<u8> = (0..6).map(|i| if (1..5).contains(&i) { pattern[(i - 1) % pattern.len()] } else { 0 }).collect();
+            assert_eq!(around.to_vec(), want, "{pattern:?}");
+        }
+        assert!(buffer.fill(998, 4, &[0]).is_err());
         // a device copy (cuMemcpyDtoD_v2), as a pinned projection's last chunk makes
         let other = backend.allocate(8).unwrap();
         backend.copy(other.device_address(), buffer.device_address() + 10, 3).unwrap();
@@ -758,12 +770,19 @@ fn gpu_buffers_round_trip_at_offsets_and_start_zeroed() {
     assert_eq!(&tail[..], &want[len - 13..]);
     assert!(buffer.read(len - 1, &mut [0u8; 2]).is_err());
     assert_eq!(buffer.device_address() % 256, 0);
-    // set on the device (cuMemsetD8): only its range, and not past the end
-    buffer.set(5, 1 << 20, 0x5a).unwrap();
-    buffer.read(0, &mut back).unwrap();
-    want[5..5 + (1 << 20)].fill(0x5a);
-    assert_eq!(back, want);
-    assert!(buffer.set(len - 1, 2, 0).is_err());
+    // fills on the device (cuMemsetD8, D16, D32) and by copies (an unaligned word, 3 bytes):
+    // only their range, and not past the end
+    for (offset, count, pattern) in
+        [(5, 1 << 20, &[0x5a][..]), (6, 100, &[1, 2]), (8, 400, &[1, 2, 3, 4]), (7, 10, &[3, 4]), (3, 9, &[7, 8, 9])]
+    {
+        buffer.fill(offset, count, pattern).unwrap();
+        buffer.read(0, &mut back).unwrap();
+        for (i, b) in want[offset..offset + count].iter_mut().enumerate() {
+            *b = pattern[i % pattern.len()];
+        }
+        assert_eq!(back, want, "{pattern:?} at {offset}");
+    }
+    assert!(buffer.fill(len - 1, 2, &[0]).is_err());
     buffer.zero().unwrap();
     buffer.read(0, &mut back).unwrap();
     assert!(back.iter().all(|b| *b == 0));

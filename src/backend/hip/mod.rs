@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::EngineError;
 use crate::backend::pool::BufferPool;
 use crate::backend::staging::{STAGE_BYTES, Staging};
-use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Module, Schedule, WatchedTensor};
+use crate::backend::{Backend, DeviceBuffer, KernelArg, KernelSource, LaunchDims, LaunchReport, Memset, Module, Schedule, WatchedTensor};
 use hiprtc::{HipCodeObject, HipCompiler, Hiprtc};
 use rocblas::{BlasHandle, Rocblas};
 use runtime::{DeviceMemory, LoadedModule, PinnedMemory, Runtime, Stream};
@@ -291,8 +291,11 @@ impl DeviceBuffer for HipBuffer {
         self.staging.read(offset, bytes, &|at, piece| self.memory.read(at, piece))
     }
 
-    fn set(&mut self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
-        self.memory.set(offset, len, byte)
+    fn fill(&mut self, offset: usize, len: usize, pattern: &[u8]) -> Result<(), EngineError> {
+        match Memset::of(offset, len, pattern) {
+            Some(memset) => self.memory.set(offset, len, memset),
+            None => crate::backend::fill_by_writes(self, offset, len, pattern),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::sys::*;
 use crate::EngineError;
+use crate::backend::Memset;
 use crate::backend::staging::PinnedBytes;
 use crate::backend::vendor::{self, Vendor};
 
@@ -233,18 +234,23 @@ impl DeviceMemory {
     /// engine's blocking stream and every later copy wait for): a gigabyte case's tensor was
     /// zeroed by copying as many zero bytes from the host.
     pub fn zero(&self) -> Result<(), EngineError> {
-        self.set(0, self.len, 0)
+        self.set(0, self.len, Memset::D8(0))
     }
 
-    /// Bytes `offset..offset + len` set to `byte` on the device (hipMemset, as `zero`).
-    pub fn set(&self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
+    /// Bytes `offset..offset + len` set by one memset on the device (hipMemset, hipMemsetD16
+    /// or hipMemsetD32, on the null stream as `zero`).
+    pub(crate) fn set(&self, offset: usize, len: usize, memset: Memset) -> Result<(), EngineError> {
         self.check_range(offset, len)?;
         if len == 0 {
             return Ok(());
         }
         self.runtime.bind()?;
-        let start = unsafe { (self.pointer as *mut u8).add(offset) } as *mut c_void;
-        self.runtime.check("hipMemset", unsafe { (self.runtime.api.hipMemset)(start, c_int::from(byte), len) })
+        let (api, at) = (&self.runtime.api, unsafe { (self.pointer as *mut u8).add(offset) } as *mut c_void);
+        match memset {
+            Memset::D8(v) => self.runtime.check("hipMemset", unsafe { (api.hipMemset)(at, c_int::from(v), len) }),
+            Memset::D16(v) => self.runtime.check("hipMemsetD16", unsafe { (api.hipMemsetD16)(at, v, len / 2) }),
+            Memset::D32(v) => self.runtime.check("hipMemsetD32", unsafe { (api.hipMemsetD32)(at, v as c_int, len / 4) }),
+        }
     }
 
     pub fn address(&self) -> u64 {

@@ -69,6 +69,8 @@ api_table! {
         hipMalloc: fn(*mut *mut c_void, usize) -> hipError_t;
         hipFree: fn(*mut c_void) -> hipError_t;
         hipMemset: fn(*mut c_void, c_int, usize) -> hipError_t;
+        hipMemsetD16: fn(hipDeviceptr_t, u16, usize) -> hipError_t;
+        hipMemsetD32: fn(hipDeviceptr_t, c_int, usize) -> hipError_t;
         hipMemcpyHtoD: fn(hipDeviceptr_t, *mut c_void, usize) -> hipError_t;
         hipMemcpyDtoH: fn(*mut c_void, hipDeviceptr_t, usize) -> hipError_t;
         hipMemcpyDtoD: fn(hipDeviceptr_t, hipDeviceptr_t, usize) -> hipError_t;

@@ -192,13 +192,26 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         buffer.read(8, &mut three).unwrap();
         assert_eq!(three, [1, 2, 3]);
         assert!(buffer.write(63, &[1, 2]).is_err());
-        // a set on the device (hipMemset at the range's start), its range alone
-        buffer.set(12, 4, 0x33).unwrap();
-        let mut around = [0u8; 6];
-        buffer.read(11, &mut around).unwrap();
-        assert_eq!(around, [0, 0x33, 0x33, 0x33, 0x33, 0]);
-        assert!(buffer.set(62, 3, 0).is_err());
-        buffer.set(12, 4, 0).unwrap();
+        // fills on the device (hipMemset, hipMemsetD16, hipMemsetD32 at the range's start),
+        // their range alone; an unaligned word's by a copy
+        let memsets = fake.i32("fake_memsets");
+        for (pattern, want) in
+            [(&[0x33][..], [0, 0x33, 0x33, 0x33, 0x33, 0]), (&[1, 2], [0, 1, 2, 1, 2, 0]), (&[1, 2, 3, 4], [0, 1, 2, 3, 4, 0])]
+        {
+            buffer.fill(12, 4, pattern).unwrap();
+            let mut around = [0u8; 6];
+            buffer.read(11, &mut around).unwrap();
+            assert_eq!(around, want, "{pattern:?}");
+            buffer.fill(12, 4, &[0]).unwrap();
+        }
+        assert_eq!(fake.i32("fake_memsets") - memsets, 6);
+        buffer.fill(13, 2, &[5, 6]).unwrap();
+        assert_eq!(fake.i32("fake_memsets") - memsets, 6, "an unaligned word is copied");
+        let mut two = [0u8; 2];
+        buffer.read(13, &mut two).unwrap();
+        assert_eq!(two, [5, 6]);
+        buffer.fill(13, 2, &[0]).unwrap();
+        assert!(buffer.fill(62, 3, &[0]).is_err());
         // a device copy (hipMemcpyDtoD), as a pinned projection's last chunk makes
         let other = backend.allocate(8).unwrap();
         backend.copy(other.device_address(), buffer.device_address() + 8, 3).unwrap();

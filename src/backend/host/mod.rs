@@ -187,10 +187,17 @@ impl DeviceBuffer for HostBuffer {
         Ok(())
     }
 
-    fn set(&mut self, offset: usize, len: usize, byte: u8) -> Result<(), EngineError> {
+    fn fill(&mut self, offset: usize, len: usize, pattern: &[u8]) -> Result<(), EngineError> {
         self.check(offset, len)?;
+        if pattern.is_empty() || !len.is_multiple_of(pattern.len()) {
+            return Err(EngineError::Buffer(format!("a fill of {len} bytes with a pattern of {}", pattern.len())));
+        }
         // SAFETY: `check` kept the range within the allocation, which is this buffer's own
-        unsafe { std::ptr::write_bytes(self.pointer.add(offset), byte, len) };
+        let bytes = unsafe { std::slice::from_raw_parts_mut(self.pointer.add(offset), len) };
+        match pattern {
+            [byte] => bytes.fill(*byte),
+            _ => bytes.chunks_exact_mut(pattern.len()).for_each(|c| c.copy_from_slice(pattern)),
+        }
         Ok(())
     }
 }

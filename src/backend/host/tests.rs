@@ -720,13 +720,20 @@ fn test_source(file: &str, kernel: &str) -> KernelSource {
 }
 
 #[test]
-fn host_buffers_set_only_their_range_and_fill_tensors_alone() {
+fn host_buffers_fill_only_their_range_and_tensors_alone() {
     let backend = backend_with(1);
     crate::tensor::tests::fills_the_data_alone(&backend);
     let mut buffer = backend.allocate(64).unwrap();
-    buffer.set(3, 10, 0x77).unwrap();
+    buffer.fill(3, 10, &[0x77]).unwrap();
+    buffer.fill(20, 6, &[1, 2, 3]).unwrap();
     let mut back = [0u8; 64];
     buffer.read(0, &mut back).unwrap();
-    assert!(back.iter().enumerate().all(|(i, b)| *b == if (3..13).contains(&i) { 0x77 } else { 0 }), "{back:?}");
-    assert!(buffer.set(60, 5, 0).is_err());
+    let want = |i: usize| match i {
+        3..13 => 0x77,
+        20..26 => [1, 2, 3][(i - 20) % 3],
+        _ => 0,
+    };
+    assert!(back.iter().enumerate().all(|(i, b)| *b == want(i)), "{back:?}");
+    assert!(buffer.fill(60, 5, &[0]).is_err());
+    assert!(buffer.fill(0, 5, &[1, 2]).is_err(), "not a whole number of patterns");
 }

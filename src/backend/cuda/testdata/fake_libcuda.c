@@ -26,6 +26,8 @@ void fake_set_param_count(int n) { param_count = n < 32 ? n : 32; }
 void fake_fault_next(int code) { fault_next = code; }
 int fake_live(void) { return live_contexts + live_allocations + live_modules + live_streams; }
 int fake_live_allocations(void) { return live_allocations; }
+static int memsets;
+int fake_memsets(void) { return memsets; }
 const unsigned* fake_last_dims(void) { return last_dims; }
 const unsigned long long* fake_last_params(void) { return last_params; }
 const char* fake_last_function(void) { return last_function; }
@@ -108,7 +110,9 @@ CUresult cuMemFreeHost(void* p) { free(p); live_pinned--; return 0; }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) { if (sticky) return pending_error; memcpy((void*)(uintptr_t)d, s, n); return 0; }
 CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) { if (sticky) return pending_error; memcpy(d, (void*)(uintptr_t)s, n); return 0; }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { if (sticky) return pending_error; memcpy((void*)(uintptr_t)d, (void*)(uintptr_t)s, n); return 0; }
-CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return 0; }
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); memsets++; return 0; }
+CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) { for (size_t i = 0; i < n; i++) ((unsigned short*)(uintptr_t)d)[i] = v; memsets++; return 0; }
+CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) { for (size_t i = 0; i < n; i++) ((unsigned int*)(uintptr_t)d)[i] = v; memsets++; return 0; }
 
 // ------------------------------------------------------------------ modules
 CUresult cuModuleLoadData(void** m, const void* image) {

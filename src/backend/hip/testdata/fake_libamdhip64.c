@@ -64,6 +64,8 @@ hipError_t hipFree(void* p) { if (p) { free(p); live_allocations--; } return 0; 
 static int memsets;
 int fake_memsets(void) { return memsets; }
 hipError_t hipMemset(void* p, int v, size_t n) { memset(p, v, n); memsets++; return 0; }
+hipError_t hipMemsetD16(void* p, unsigned short v, size_t n) { for (size_t i = 0; i < n; i++) ((unsigned short*)p)[i] = v; memsets++; return 0; }
+hipError_t hipMemsetD32(void* p, int v, size_t n) { for (size_t i = 0; i < n; i++) ((int*)p)[i] = v; memsets++; return 0; }
 static int live_pinned;
 int fake_live_pinned(void) { return live_pinned; }
 #ifndef FAKE_OMIT_HOST_MALLOC
