@@ -44,12 +44,6 @@ impl Backend for Memory {
         Err(EngineError::Buffer("no modules here".into()))
     }
     fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
-        if bytes > 0 && (to == 0 || from == 0 || to.abs_diff(from) < bytes as u64) {
-            return Err(EngineError::Buffer(format!("a copy of {bytes} bytes from {from:#x} to {to:#x}: null or overlapping")));
-        }
-        // SAFETY: a device address here is the address of a buffer's host memory, which the
-        // caller's buffers own for the call, each at least `bytes` long; they do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
-        Ok(())
+        crate::backend::copy_host_memory(to, from, bytes)
     }
 }

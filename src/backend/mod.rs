@@ -233,6 +233,29 @@ pub trait DeviceBuffer: Send + Sync {
     }
 }
 
+/// `Backend::copy` where a device address is a host address (the host and memory backends):
+/// the caller's buffers own `bytes` at each for the call.
+pub(crate) fn copy_host_memory(to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    if to == 0 || from == 0 || to.abs_diff(from) < bytes as u64 {
+        return Err(EngineError::Buffer(format!("a copy of {bytes} bytes from {from:#x} to {to:#x}: null or overlapping")));
+    }
+    // SAFETY: both addresses are host memory of at least `bytes` that the caller's buffers own
+    // for the call, and they do not overlap (checked above)
+    unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
+    Ok(())
+}
+
+/// A fill's pattern covers `len` bytes whole: not empty, and `len` a multiple of its length.
+pub(crate) fn check_pattern(len: usize, pattern: &[u8]) -> Result<(), EngineError> {
+    if pattern.is_empty() || !len.is_multiple_of(pattern.len()) {
+        return Err(EngineError::Buffer(format!("a fill of {len} bytes with a pattern of {}", pattern.len())));
+    }
+    Ok(())
+}
+
 /// `DeviceBuffer::fill` by copies of the repeated pattern from the host, a piece at a time.
 pub(crate) fn fill_by_writes<B: DeviceBuffer + ?Sized>(
     buffer: &mut B,
@@ -240,9 +263,7 @@ pub(crate) fn fill_by_writes<B: DeviceBuffer + ?Sized>(
     len: usize,
     pattern: &[u8],
 ) -> Result<(), EngineError> {
-    if pattern.is_empty() || !len.is_multiple_of(pattern.len()) {
-        return Err(EngineError::Buffer(format!("a fill of {len} bytes with a pattern of {}", pattern.len())));
-    }
+    check_pattern(len, pattern)?;
     let piece = (1 << 20) / pattern.len() * pattern.len();
     let bytes = pattern.repeat(piece.min(len) / pattern.len());
     for start in (0..len).step_by(piece) {
@@ -262,8 +283,10 @@ pub(crate) enum Memset {
 }
 
 impl Memset {
-    /// The memset that sets `pattern` over `offset..offset + len`, if one does.
+    /// The memset that sets `pattern` over `offset..offset + len`, if one does (none for a
+    /// pattern that does not cover `len` whole: `fill_by_writes` refuses it).
     pub(crate) fn of(offset: usize, len: usize, pattern: &[u8]) -> Option<Memset> {
+        check_pattern(len, pattern).ok()?;
         let aligned = |n: usize| offset.is_multiple_of(n) && len.is_multiple_of(n);
         match *pattern {
             [b] => Some(Memset::D8(b)),
@@ -398,5 +421,9 @@ mod memset_tests {
         assert_eq!(Memset::of(4, 6, &[1, 2, 3, 4]), None, "a length of one and a half words");
         assert_eq!(Memset::of(0, 6, &[1, 2, 3]), None);
         assert_eq!(Memset::of(0, 16, &[1, 2, 3, 4, 5, 6, 7, 8]), None);
+        // a pattern that does not cover the range whole is no memset (the fill refuses it)
+        assert_eq!(Memset::of(0, 5, &[7, 7]), None);
+        assert_eq!(Memset::of(0, 6, &[9, 9, 9, 9]), None);
+        assert_eq!(Memset::of(0, 0, &[]), None);
     }
 }

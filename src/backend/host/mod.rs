@@ -119,16 +119,7 @@ impl Backend for HostBackend {
     }
 
     fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), EngineError> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        if to == 0 || from == 0 || to.abs_diff(from) < bytes as u64 {
-            return Err(EngineError::Buffer(format!("a copy of {bytes} bytes from {from:#x} to {to:#x}: null or overlapping")));
-        }
-        // SAFETY: on the host backend a device address is the address of host memory that the
-        // caller's buffers own for the call, each at least `bytes` long; they do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
-        Ok(())
+        crate::backend::copy_host_memory(to, from, bytes)
     }
 }
 
@@ -189,9 +180,7 @@ impl DeviceBuffer for HostBuffer {
 
     fn fill(&mut self, offset: usize, len: usize, pattern: &[u8]) -> Result<(), EngineError> {
         self.check(offset, len)?;
-        if pattern.is_empty() || !len.is_multiple_of(pattern.len()) {
-            return Err(EngineError::Buffer(format!("a fill of {len} bytes with a pattern of {}", pattern.len())));
-        }
+        crate::backend::check_pattern(len, pattern)?;
         // SAFETY: `check` kept the range within the allocation, which is this buffer's own
         let bytes = unsafe { std::slice::from_raw_parts_mut(self.pointer.add(offset), len) };
         match pattern {
