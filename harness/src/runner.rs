@@ -1731,8 +1731,8 @@ pub(crate) fn differs(a: &[u8], b: &[u8]) -> bool {
     a.len() != b.len() || a.par_chunks(PARALLEL_BYTES).zip(b.par_chunks(PARALLEL_BYTES)).any(|(a, b)| a != b)
 }
 
-/// Bytes of an input read back at a time by the input check.
-const INPUT_CHECK_SLICE: usize = 256 << 20;
+/// Bytes of an input read back at a time by the input check (gate 3's, and gate 5's of each piece).
+pub(crate) const INPUT_CHECK_SLICE: usize = 256 << 20;
 
 /// Gate 3's check that a launch left an input as it was: the first changed element, with
 /// its value and bits before and after, and how many changed. Equal bytes (the usual case)

@@ -321,12 +321,7 @@ fn piece_label(plan: &Plan, index: usize) -> String {
 
 /// The rows of `bytes` (rows of `row_bytes` each) in the piece's order.
 fn gather(bytes: &[u8], rows: &[usize], row_bytes: usize) -> Vec<u8> {
-    match rows {
-        [first, .., last] if *last + 1 - *first == rows.len() && rows.windows(2).all(|w| w[1] == w[0] + 1) => {
-            bytes[first * row_bytes..(last + 1) * row_bytes].to_vec()
-        }
-        _ => rows.iter().flat_map(|r| &bytes[r * row_bytes..(r + 1) * row_bytes]).copied().collect(),
-    }
+    runs(rows).into_iter().flat_map(|(_, run)| &bytes[run.start * row_bytes..run.end * row_bytes]).copied().collect()
 }
 
 /// A piece's rows as runs of consecutive case rows: (the run's first row in the piece, its
@@ -342,14 +337,11 @@ fn runs(piece: &[usize]) -> Vec<(usize, std::ops::Range<usize>)> {
     out
 }
 
-/// Bytes of a piece's input read back at a time by its wall check.
-const PIECE_CHECK_SLICE: usize = 256 << 20;
-
 /// Gate 5's check that a piece's launch left its rows of an input as the whole batch's bytes
 /// have them, read back a slice at a time (a GPU-only case's row is gigabytes); only a changed
 /// input is read whole, for its failure's count and first element.
 fn piece_input_changed(tensor: &Tensor, whole: &[u8], piece: &[usize], row_bytes: usize) -> Result<Option<Failure>, engine::EngineError> {
-    piece_input_changed_in_slices(tensor, whole, (piece, row_bytes), PIECE_CHECK_SLICE)
+    piece_input_changed_in_slices(tensor, whole, (piece, row_bytes), crate::runner::INPUT_CHECK_SLICE)
 }
 
 fn piece_input_changed_in_slices(
