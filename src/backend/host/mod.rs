@@ -185,8 +185,22 @@ impl DeviceBuffer for HostBuffer {
         let bytes = unsafe { std::slice::from_raw_parts_mut(self.pointer.add(offset), len) };
         match pattern {
             [byte] => bytes.fill(*byte),
-            _ => bytes.chunks_exact_mut(pattern.len()).for_each(|c| c.copy_from_slice(pattern)),
+            _ => fill_repeating(bytes, pattern),
         }
         Ok(())
+    }
+}
+
+/// `bytes` set to `pattern` repeated (its length a multiple of the pattern's), by doubling
+/// what is already set: a copy per pattern of 2 or 4 bytes was a call of `memcpy` per element
+/// of every tensor's two 64 KiB guard bands, an eighth of the host suite's CPU time.
+fn fill_repeating(bytes: &mut [u8], pattern: &[u8]) {
+    let Some(first) = bytes.get_mut(..pattern.len()) else { return };
+    first.copy_from_slice(pattern);
+    let mut set = pattern.len();
+    while set < bytes.len() {
+        let more = set.min(bytes.len() - set);
+        bytes.copy_within(..more, set);
+        set += more;
     }
 }

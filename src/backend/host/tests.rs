@@ -737,3 +737,15 @@ fn host_buffers_fill_only_their_range_and_tensors_alone() {
     assert!(buffer.fill(60, 5, &[0]).is_err());
     assert!(buffer.fill(0, 5, &[1, 2]).is_err(), "not a whole number of patterns");
 }
+
+#[test]
+fn a_repeated_pattern_fills_every_length_whole() {
+    for pattern in [&[9u8, 8][..], &[1, 2, 3], &[4, 5, 6, 7]] {
+        for copies in [0usize, 1, 2, 3, 5, 8, 13, 1000, 32768] {
+            let mut bytes = vec![0xeeu8; copies * pattern.len()];
+            super::fill_repeating(&mut bytes, pattern);
+            let want: Vec<u8> = pattern.repeat(copies);
+            assert!(bytes == want, "{pattern:?} x {copies}");
+        }
+    }
+}
