@@ -152,10 +152,11 @@ pub(crate) struct Batch<'a> {
     /// Every input's bytes, and every output's bytes from the whole batch's launch.
     pub inputs: &'a BTreeMap<String, Arc<Vec<u8>>>,
     pub outputs: BTreeMap<&'a str, &'a [u8]>,
-    /// The device address of each row input the whole batch's launches left as uploaded (gate
-    /// 3's check ran first): a piece's rows of it are copied on the device, where a GPU-only
-    /// case's rows are gigabytes that took a minute a record to send again from the host. The
-    /// rows of any other input go up from `inputs`.
+    /// The device address of each row input whose rows the pieces copy from the whole batch's
+    /// tensor on the device, where a GPU-only case's rows are gigabytes that took a minute a
+    /// record to send again from the host: every row input, and once more, where gate 3's check
+    /// after the pieces found one changed, the others. The rows of any other input go up from
+    /// `inputs`.
     pub sources: BTreeMap<&'a str, u64>,
 }
 
