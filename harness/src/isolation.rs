@@ -1550,7 +1550,7 @@ mod tests {
         };
         // a 4 GiB key cache past 2^31 elements, and 65,535 one-element rows
         assert_eq!(large("tf_score_keys"), [true, false]);
-        // 65,537 one-element rows, and 2^31 partials (12 GiB)
+        // 65,537 one-element rows, and 33 rows of partials, the last at element 2^31 (8.25 GiB)
         assert_eq!(large("tf_sum_partials"), [false, true]);
         // 69 G products of 32 MiB inputs; 65,537 rows of 2
         assert_eq!(large("projection_bf16"), [false]);

@@ -1736,7 +1736,7 @@ fn input_check_in_slices(tensor: &Tensor, before: &[u8], slice_bytes: usize) -> 
 }
 
 /// Whether two buffers of one length differ, compared on all cores (a GPU-only case's inputs
-/// are 4 to 12 GiB a record).
+/// are 4 to 8.25 GiB a record).
 pub(crate) fn differs(a: &[u8], b: &[u8]) -> bool {
     a.len() != b.len() || a.par_chunks(PARALLEL_BYTES).zip(b.par_chunks(PARALLEL_BYTES)).any(|(a, b)| a != b)
 }
@@ -2040,7 +2040,7 @@ mod tests {
         let sum = load("tf_sum_partials");
         let planted_gpu_only: Vec<usize> =
             nonfinite_cases(&sum, "sm_90").into_iter().filter(|i| sum.cases[*i].gpu_only.is_some()).collect();
-        assert_eq!(planted_gpu_only.len(), 1, "the 65,537-row case, not the 12 GiB one: {planted_gpu_only:?}");
+        assert_eq!(planted_gpu_only.len(), 1, "the 65,537-row case, not the 8.25 GiB one: {planted_gpu_only:?}");
         assert_eq!(sum.cases[planted_gpu_only[0]].symbols["rows"], 65537);
     }
 
