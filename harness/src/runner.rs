@@ -589,14 +589,20 @@ pub(crate) fn load_contracts(settings: &Settings, report: &mut RunReport) -> Vec
             message: "no contracts folder".into(),
         });
     }
-    for path in toml_files(&settings.contracts_dir) {
-        let loaded = found_inside(&confined, settings, &path).and_then(|()| Contract::load(&path, &display(&settings.root, &path)));
-        // the atol check runs the oracle over every input of the contract's cases: as costly
-        // as the inputs of its records, so only for the ops this run runs (an atol no record
-        // compares with accepts nothing; a full run checks every contract)
-        let checked = loaded.and_then(|c| {
-            if settings.selects_op(c.op.name) { crate::scale::check_absolute_tolerances(&c, settings.seed).map(|()| c) } else { Ok(c) }
-        });
+    // the atol check runs the oracle over every input of the contract's cases: as costly as
+    // the inputs of its records, so only for the ops this run runs (an atol no record compares
+    // with accepts nothing; a full run checks every contract), and the contracts on all cores
+    // (one after another it was 0.6 s of a 2-core machine before any record started)
+    let loaded: Vec<Result<Contract, ContractError>> = toml_files(&settings.contracts_dir)
+        .par_iter()
+        .map(|path| {
+            let loaded = found_inside(&confined, settings, path).and_then(|()| Contract::load(path, &display(&settings.root, path)));
+            loaded.and_then(|c| {
+                if settings.selects_op(c.op.name) { crate::scale::check_absolute_tolerances(&c, settings.seed).map(|()| c) } else { Ok(c) }
+            })
+        })
+        .collect();
+    for checked in loaded {
         match checked {
             Ok(c) => {
                 if let Some(first) = contracts.iter().find(|x| x.op.name == c.op.name) {
@@ -1721,18 +1727,37 @@ fn input_check(tensor: &Tensor, before: &[u8]) -> Result<Option<Failure>, engine
 }
 
 fn input_check_in_slices(tensor: &Tensor, before: &[u8], slice_bytes: usize) -> Result<Option<Failure>, engine::EngineError> {
-    if before.len() <= slice_bytes {
-        return Ok(input_changed(tensor, before, &tensor.read()?));
-    }
-    let mut slice = vec![0u8; slice_bytes];
-    for (i, want) in before.chunks(slice_bytes).enumerate() {
-        let now = &mut slice[..want.len()];
-        tensor.read_part(i * slice_bytes, now)?;
-        if differs(now, want) {
-            return Ok(input_changed(tensor, before, &tensor.read()?));
+    let changed = with_scratch(slice_bytes.min(before.len()), |slice| -> Result<bool, engine::EngineError> {
+        for (i, want) in before.chunks(slice_bytes).enumerate() {
+            let now = &mut slice[..want.len()];
+            tensor.read_part(i * slice_bytes, now)?;
+            if differs(now, want) {
+                return Ok(true);
+            }
         }
+        Ok(false)
+    })?;
+    Ok(if changed { input_changed(tensor, before, &tensor.read()?) } else { None })
+}
+
+/// `check` with a buffer of `len` bytes that this thread keeps from one call to the next: the
+/// input checks read a GPU-only case's gigabytes back into it a slice at a time, and a fresh
+/// 256 MiB buffer is 65,536 pages the kernel maps and zeroes at first touch, each check again.
+/// Its bytes are whatever the last call left (every caller overwrites what it reads).
+pub(crate) fn with_scratch<R>(len: usize, check: impl FnOnce(&mut [u8]) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    Ok(None)
+    SCRATCH.with(|kept| match kept.try_borrow_mut() {
+        Ok(mut kept) => {
+            if kept.len() < len {
+                kept.resize(len, 0);
+            }
+            check(&mut kept[..len])
+        }
+        // a check within a check (none today) gets a buffer of its own
+        Err(_) => check(&mut vec![0u8; len]),
+    })
 }
 
 /// Whether two buffers of one length differ, compared on all cores (a GPU-only case's inputs
@@ -1957,6 +1982,26 @@ mod tests {
         assert!(cache.oracle_for(&key, &with(&[("chunk", 256.0)])).is_none(), "no eps");
         let other_case: OracleKey = ("rms_norm".into(), "tf_rms", 1, key.3.clone());
         assert!(cache.oracle_for(&other_case, &record).is_none(), "another case");
+    }
+
+    #[test]
+    fn the_scratch_buffer_is_kept_between_checks_and_a_nested_check_gets_its_own() {
+        let first = with_scratch(64, |kept| {
+            kept.fill(7);
+            kept.as_ptr() as usize
+        });
+        // the same memory again (a smaller length within it), with what the last check left
+        let again = with_scratch(16, |kept| (kept.as_ptr() as usize, kept.len(), kept.iter().all(|b| *b == 7)));
+        assert_eq!(again, (first, 16, true));
+        let nested = with_scratch(8, |outer| {
+            outer.fill(1);
+            with_scratch(8, |inner| {
+                inner.fill(2);
+                inner.as_ptr() as usize
+            }) != outer.as_ptr() as usize
+                && outer.iter().all(|b| *b == 1)
+        });
+        assert!(nested, "a check within a check has a buffer of its own");
     }
 
     #[test]

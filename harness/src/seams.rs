@@ -351,21 +351,20 @@ fn piece_input_changed_in_slices(
     (piece, row_bytes): (&[usize], usize),
     slice_bytes: usize,
 ) -> Result<Option<Failure>, engine::EngineError> {
-    if tensor.bytes() <= slice_bytes {
-        return Ok(crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read()?));
-    }
-    let mut slice = vec![0u8; slice_bytes];
-    for (at, rows) in runs(piece) {
-        let want = &whole[rows.start * row_bytes..rows.end * row_bytes];
-        for (i, want) in want.chunks(slice_bytes).enumerate() {
-            let now = &mut slice[..want.len()];
-            tensor.read_part(at * row_bytes + i * slice_bytes, now)?;
-            if crate::runner::differs(now, want) {
-                return Ok(crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read()?));
+    let changed = crate::runner::with_scratch(slice_bytes.min(tensor.bytes()), |slice| -> Result<bool, engine::EngineError> {
+        for (at, rows) in runs(piece) {
+            let want = &whole[rows.start * row_bytes..rows.end * row_bytes];
+            for (i, want) in want.chunks(slice_bytes).enumerate() {
+                let now = &mut slice[..want.len()];
+                tensor.read_part(at * row_bytes + i * slice_bytes, now)?;
+                if crate::runner::differs(now, want) {
+                    return Ok(true);
+                }
             }
         }
-    }
-    Ok(None)
+        Ok(false)
+    })?;
+    Ok(if changed { crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read()?) } else { None })
 }
 
 /// Each row of a piece's output against its row of the whole batch's: counted when any byte
