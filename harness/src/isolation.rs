@@ -525,11 +525,30 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         units.push((contract, Some(control), vec![contract.record(&control.record).unwrap()]));
     }
     let threads = settings.jobs.clamp(1, units.len().max(1));
-    // the processes of the first units, one a thread, started now: each opens its backend
-    // (on a GPU, its device context: most of a process's start-up) while the kernels build.
-    // Each is labelled as its unit, and serves it unless a kept worker takes that job.
+    // the host memory each unit's case of gigabytes holds at its peak (none for most), and the
+    // order units start in: those first, longest first (one after another, or a few side by
+    // side, they are most of a GPU run), the rest as reported
+    let footprints: Vec<u64> = units
+        .iter()
+        .map(|(contract, control, records)| {
+            let cases = runner::cases_run_for(contract, &info.arch, *control);
+            let largest = cases.iter().map(|i| large_case_bytes(records, &contract.cases[*i])).max().unwrap_or(0);
+            (largest as u64).saturating_mul(crate::budget::FOOTPRINT_OF_CASE_BYTES)
+        })
+        .collect();
+    let start_order = start_order(&footprints);
+    // the processes of the first units to start, one a thread, started now: each opens its
+    // backend (on a GPU, its device context: most of a process's start-up) while the kernels
+    // build. Each is labelled as its unit, and serves it unless a kept worker takes that job.
     let prestarted: Mutex<Vec<Option<Supervised>>> = Mutex::new(
-        units.iter().take(threads).map(|(contract, control, _)| start_fresh(command, &unit_label(contract, *control)).ok()).collect(),
+        start_order
+            .iter()
+            .take(threads)
+            .map(|&i| {
+                let (contract, control, _) = &units[i];
+                start_fresh(command, &unit_label(contract, *control)).ok()
+            })
+            .collect(),
     );
 
     // every kernel built first, on all cores, in one child: the record children then load
@@ -548,15 +567,15 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // `--fail-fast`: set at the first red record; no unit starts after it
     let stopped = std::sync::atomic::AtomicBool::new(false);
     let (sender, results) = mpsc::channel::<(usize, UnitMessage)>();
-    // held by a unit whose records run a case of gigabytes (`holds_gigabytes`): such a case
-    // holds several times that in host memory (inputs, read-backs, decoded values, the
-    // oracle's), so two at once could exhaust it
-    let large_cases = std::sync::Mutex::new(());
+    // held by a unit whose records run a case of gigabytes (`large_case_bytes`) for as long as
+    // it runs: such a case holds about its bytes again in host memory (inputs, read-backs,
+    // the oracle's values), so only as many run at once as the machine's memory holds
+    let memory = crate::budget::MemoryBudget::of_this_machine();
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let sender = sender.clone();
-            let (units, next_unit, unbuilt, built, stopped, large_cases) = (&units, &next_unit, &unbuilt, &built, &stopped, &large_cases);
-            let prestarted = &prestarted;
+            let (units, next_unit, unbuilt, built, stopped, memory) = (&units, &next_unit, &unbuilt, &built, &stopped, &memory);
+            let (prestarted, start_order, footprints) = (&prestarted, &start_order, &footprints);
             scope.spawn(move || {
                 // this thread's processes between units
                 let mut slot = Slot::default();
@@ -565,9 +584,10 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                     if stopped.load(std::sync::atomic::Ordering::Relaxed) {
                         break;
                     }
-                    let index = next_unit.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((contract, control, records)) = units.get(index) else { break };
-                    let ready = prestarted.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index).and_then(Option::take);
+                    let started = next_unit.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&index) = start_order.get(started) else { break };
+                    let (contract, control, records) = &units[index];
+                    let ready = prestarted.lock().unwrap_or_else(|p| p.into_inner()).get_mut(started).and_then(Option::take);
                     if let Some(mut unneeded) = ready.and_then(|process| slot.spare.replace(process)) {
                         unneeded.kill();
                         let _ = unneeded.finish();
@@ -598,10 +618,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                                 && !matches!(contract.reference, crate::contract::Reference::Cpp(_))
                                 && keys.iter().all(|k| built.contains(k));
                             let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell, keys, poolable };
-                            let large = runner::cases_run_for(contract, &info.arch, *control)
-                                .iter()
-                                .any(|i| holds_gigabytes(records, &contract.cases[*i]));
-                            let _one_at_a_time = large.then(|| large_cases.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+                            let _held = (footprints[index] > 0).then(|| memory.hold(footprints[index]));
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
                         }
                     }
@@ -709,22 +726,35 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -
     (unbuilt, built)
 }
 
-/// A case's tensors at or past this many bytes in some record make its unit run alone.
+/// A case's tensors at or past this many bytes in some record make its unit hold the memory
+/// budget (`budget::MemoryBudget`) while it runs.
 const LARGE_CASE_BYTES: usize = 1 << 30;
 
-/// Whether a GPU-only case's tensors hold at least `LARGE_CASE_BYTES` in one of the records.
-/// Most GPU-only cases are GPU-only for their block count (65,535 blocks of one element each)
-/// or their arithmetic (a 4,096-cubed projection), not their size: holding every unit with a
-/// GPU-only case to one at a time ran most of the sm_90 suite one contract after another.
-fn holds_gigabytes(records: &[&Record], case: &crate::contract::Case) -> bool {
-    let bytes = |record: &Record| -> usize {
+/// The most bytes a GPU-only case's tensors hold in one of the records, where that is at least
+/// `LARGE_CASE_BYTES`; else 0. Most GPU-only cases are GPU-only for their block count (65,535
+/// blocks of one element each) or their arithmetic (a 4,096-cubed projection), not their size:
+/// holding every unit with a GPU-only case to one at a time ran most of the sm_90 suite one
+/// contract after another.
+fn large_case_bytes(records: &[&Record], case: &crate::contract::Case) -> usize {
+    let bytes = |record: &&Record| -> usize {
         let of = |(name, shape): (&String, &Vec<usize>)| {
             let size = record.dtypes.get(name).map_or(8, |dtype| dtype.size());
             shape.iter().product::<usize>().saturating_mul(size)
         };
         case.shapes.iter().map(of).fold(0, usize::saturating_add)
     };
-    case.gpu_only.is_some() && records.iter().any(|record| bytes(record) >= LARGE_CASE_BYTES)
+    let largest = records.iter().map(bytes).max().unwrap_or(0);
+    if case.gpu_only.is_some() && largest >= LARGE_CASE_BYTES { largest } else { 0 }
+}
+
+/// The order units start in (indices into `footprints`, one per unit): those with a large
+/// case first, the largest first, then the rest in report order. A run's large units are
+/// its longest by far (seconds of gigabytes generated, copied and compared each), and those
+/// left to the end ran on alone after everything else had finished.
+fn start_order(footprints: &[u64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..footprints.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(footprints[i]));
+    order
 }
 
 /// A record's time limit: its control's, else its contract's, else the run's (`--timeout`,
@@ -1540,13 +1570,20 @@ mod tests {
     }
 
     #[test]
-    fn only_a_gpu_only_case_of_gigabytes_runs_alone() {
+    fn the_units_of_the_largest_cases_start_first_and_the_rest_in_report_order() {
+        assert_eq!(start_order(&[0, 0, 5, 0, 9, 5, 0]), [4, 2, 5, 0, 1, 3, 6]);
+        assert_eq!(start_order(&[0, 0, 0]), [0, 1, 2]);
+        assert_eq!(start_order(&[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn only_a_gpu_only_case_of_gigabytes_holds_the_memory_budget() {
         let settings = runner::tests_settings();
         let large = |op: &str| -> Vec<bool> {
             let path = settings.contracts_dir.join(format!("{op}.toml"));
             let contract = Contract::parse(&format!("contracts/{op}.toml"), &std::fs::read_to_string(path).unwrap()).unwrap();
             let records: Vec<&Record> = contract.records.iter().collect();
-            contract.cases.iter().filter(|c| c.gpu_only.is_some()).map(|c| holds_gigabytes(&records, c)).collect()
+            contract.cases.iter().filter(|c| c.gpu_only.is_some()).map(|c| large_case_bytes(&records, c) > 0).collect()
         };
         // a 4 GiB key cache past 2^31 elements, and 65,535 one-element rows
         assert_eq!(large("tf_score_keys"), [true, false]);
@@ -1555,6 +1592,12 @@ mod tests {
         // 69 G products of 32 MiB inputs; 65,537 rows of 2
         assert_eq!(large("projection_bf16"), [false]);
         assert_eq!(large("tf_rms"), [false]);
+        // the largest record's bytes: partials, tile maxima and sums in f32, an f32 output
+        let path = settings.contracts_dir.join("tf_sum_partials.toml");
+        let contract = Contract::parse("contracts/tf_sum_partials.toml", &std::fs::read_to_string(path).unwrap()).unwrap();
+        let records: Vec<&Record> = contract.records.iter().collect();
+        let case = contract.cases.iter().find(|c| c.symbols["rows"] == 33).unwrap();
+        assert_eq!(large_case_bytes(&records, case), (33 << 26) * 4 + 2 * 33 * 1024 * 4 + 33 * 65536 * 4);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! the engine's own launchers, checked at gates against f64 oracles, with planted faulty
 //! controls that prove the gates can go red.
 
+pub mod budget;
 pub mod builds;
 mod checked;
 pub mod confine;
