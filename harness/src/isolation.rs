@@ -425,6 +425,7 @@ pub fn serve(
     };
     // each job its own inputs: nothing of an earlier job's reaches a later one's
     let mut inputs = InputCache::default();
+    inputs.will_run(&contract, &chosen);
     channel.lock().unwrap().send(&ChildMessage::Ready)?;
     for (i, record) in chosen.into_iter().enumerate() {
         if i > 0

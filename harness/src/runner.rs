@@ -537,6 +537,7 @@ pub fn run_compared(
     };
     'contracts: for contract in &contracts {
         let loaded = Loaded::of(settings, contract, None, &modules, builds::build_reference(settings, contract));
+        inputs.will_run(contract, &settings.records_of(contract).collect::<Vec<_>>());
         for record in settings.records_of(contract) {
             forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: None });
             let result = run_record(&context, contract, record, &loaded, None, &mut inputs);
@@ -822,6 +823,9 @@ impl Loaded {
 #[derive(Default)]
 pub(crate) struct InputCache {
     bytes: HashMap<InputKey, Arc<Vec<u8>>>,
+    /// The types the records to run take each input of an op in, where the contract's
+    /// generator makes it (`will_run`): a large input is generated in all of them at once.
+    types_wanted: HashMap<(&'static str, &'static str), Vec<engine::DType>>,
     values: HashMap<InputKey, Arc<Vec<f64>>>,
     /// Each oracle's outputs by what they follow from: the key, and the parameters it read.
     oracles: HashMap<OracleKey, Vec<(checked::ParamsRead, Arc<crate::oracle::Outputs>)>>,
@@ -830,6 +834,55 @@ pub(crate) struct InputCache {
 }
 
 impl InputCache {
+    /// Notes the types `records` of `contract` take each input in (those a record generates
+    /// itself apart), so that a large input is drawn once for all of them.
+    pub(crate) fn will_run(&mut self, contract: &Contract, records: &[&Record]) {
+        for spec in contract.op.tensors.iter().filter(|t| t.role == Role::Input) {
+            let wanted = self.types_wanted.entry((contract.op.name, spec.name)).or_default();
+            for record in records.iter().filter(|r| !r.inputs.contains_key(spec.name)) {
+                if !wanted.contains(&record.dtypes[spec.name]) {
+                    wanted.push(record.dtypes[spec.name]);
+                }
+            }
+        }
+    }
+
+    /// A large input as the contract's generator makes it (`key` of no planted values and no
+    /// record's own generator), in `key`'s type, drawn once with the other types the records to
+    /// run take it in that are not made yet, which are kept; else `None`.
+    fn generate_with_other_types(
+        &mut self,
+        contract: &Contract,
+        tensor: &'static str,
+        case: &Case,
+        key: &InputKey,
+    ) -> Option<Result<Vec<u8>, String>> {
+        let (seed, dtype, shape, variant, own) = key;
+        if *variant != Inputs::AsGenerated || own.is_some() {
+            return None;
+        }
+        let others: Vec<engine::DType> = self
+            .types_wanted
+            .get(&(contract.op.name, tensor))?
+            .iter()
+            .copied()
+            .filter(|other| other != dtype && !self.bytes.contains_key(&(*seed, *other, shape.clone(), Inputs::AsGenerated, None)))
+            .collect();
+        if others.is_empty() || shape.iter().product::<usize>() * dtype.size() < DRAWN_ONCE_BYTES {
+            return None;
+        }
+        let types: Vec<engine::DType> = std::iter::once(*dtype).chain(others).collect();
+        let spec = &contract.inputs[tensor];
+        let made = spec.generate_each(&types, shape, *seed, &case.symbols).map_err(|e| format!("inputs.{tensor}: {e}"));
+        Some(made.map(|mut each| {
+            let mine = each.remove(0);
+            for (other, bytes) in types[1..].iter().zip(each) {
+                self.bytes.insert((*seed, *other, shape.clone(), Inputs::AsGenerated, None), Arc::new(bytes));
+            }
+            mine
+        }))
+    }
+
     /// The outputs an oracle gave on these inputs and case, where the parameters it read then
     /// have the same values in `params`.
     fn oracle_for(&self, key: &OracleKey, params: &BTreeMap<String, f64>) -> Option<Arc<crate::oracle::Outputs>> {
@@ -854,6 +907,10 @@ type InputKey = (u64, engine::DType, Vec<usize>, Inputs, Option<String>);
 /// What an oracle's outputs follow from, but for the parameters it reads: the oracle, the op
 /// and case (its symbols) and each input tensor's key, by name.
 type OracleKey = (String, &'static str, usize, Vec<(String, InputKey)>);
+
+/// An input of at least this many bytes in a record's type is drawn once for every type the
+/// records to run take it in (`InputCache::generate_with_other_types`).
+const DRAWN_ONCE_BYTES: usize = 64 << 20;
 
 /// Decoded values are kept for tensors up to this many elements (a GPU-only case's gigabytes
 /// are generated as bytes alone, as before).
@@ -1395,7 +1452,10 @@ fn run_case(
                             plant_input(contract, record, (spec.name, seed), case, variant, &mut bytes);
                             bytes
                         }
-                        None => generate_input(contract, record, spec.name, case, seed, variant)?,
+                        None => match inputs.generate_with_other_types(contract, spec.name, case, &key) {
+                            Some(made) => made?,
+                            None => generate_input(contract, record, spec.name, case, seed, variant)?,
+                        },
                     };
                     let bytes = Arc::new(bytes);
                     inputs.bytes.insert(key.clone(), bytes.clone());
@@ -1982,6 +2042,42 @@ mod tests {
         assert!(cache.oracle_for(&key, &with(&[("chunk", 256.0)])).is_none(), "no eps");
         let other_case: OracleKey = ("rms_norm".into(), "tf_rms", 1, key.3.clone());
         assert!(cache.oracle_for(&other_case, &record).is_none(), "another case");
+    }
+
+    /// A large table the records take in f32 and in bf16 is drawn once: the first record's
+    /// generation keeps the other type's bytes, each what its own generation gives; a small
+    /// input, a planted copy or a record's own generator is left to `generate_input`.
+    #[test]
+    fn a_large_input_is_drawn_once_for_every_type_the_records_take_it_in() {
+        let settings = tests_settings();
+        let text = std::fs::read_to_string(settings.contracts_dir.join("tf_embed_dense.toml")).unwrap();
+        // a case of 8,193 rows of 4,096 after the contract's: 128 MiB in f32, 64 MiB in bf16
+        let end = text.find("cases = [").unwrap() + text[text.find("cases = [").unwrap()..].find("\n]\n").unwrap();
+        let text = format!("{}\n  {{ n = 2, k = 4096, vocab = 8193 }},{}", &text[..end], &text[end..]);
+        let contract = Contract::parse("contracts/tf_embed_dense.toml", &text).unwrap();
+        let records: Vec<&Record> = contract.records.iter().collect();
+        let mut cache = InputCache::default();
+        cache.will_run(&contract, &records);
+        assert_eq!(cache.types_wanted[&("tf_embed_dense", "table")], [engine::DType::F32, engine::DType::Bf16]);
+        let (large, small) = (contract.cases.last().unwrap(), &contract.cases[0]);
+        let key =
+            |case: &Case, dtype, own: Option<&str>| (5u64, dtype, case.shapes["table"].clone(), Inputs::AsGenerated, own.map(String::from));
+        let made = |case: &Case, dtype| contract.inputs["table"].generate(dtype, &case.shapes["table"], 5, &case.symbols).unwrap();
+        assert!(cache.generate_with_other_types(&contract, "table", small, &key(small, engine::DType::F32, None)).is_none());
+        assert!(
+            cache
+                .generate_with_other_types(&contract, "table", large, &key(large, engine::DType::F32, Some("fp32 table, f32 out")))
+                .is_none()
+        );
+        assert!(cache.bytes.is_empty());
+        let f32_table = cache.generate_with_other_types(&contract, "table", large, &key(large, engine::DType::F32, None)).unwrap().unwrap();
+        assert!(f32_table == made(large, engine::DType::F32));
+        let kept = cache.bytes.get(&key(large, engine::DType::Bf16, None)).expect("the bf16 table, kept");
+        assert!(**kept == made(large, engine::DType::Bf16));
+        assert_eq!(cache.bytes.len(), 1);
+        // both made (the caller keeps the type it asked for): nothing more to draw
+        cache.bytes.insert(key(large, engine::DType::F32, None), Arc::new(f32_table));
+        assert!(cache.generate_with_other_types(&contract, "table", large, &key(large, engine::DType::Bf16, None)).is_none());
     }
 
     #[test]
