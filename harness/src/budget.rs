@@ -1,56 +1,84 @@
-//! Host memory shared out among the units whose cases hold gigabytes: such a unit's process
-//! holds its inputs, their read-backs and the oracle's values at once (about 1 to 1.6 times
-//! its case's tensor bytes, measured on sm_90), so the units that fit the machine's available
-//! memory run side by side and the rest wait, where one lock ran them one after another.
+//! Host and device memory shared out among the units whose cases hold gigabytes: such a
+//! unit's process holds its inputs, their read-backs and the oracle's values at once (about 1
+//! to 1.6 times its case's tensor bytes in host memory, measured on sm_90) and its case's
+//! tensors on the device, so the units that fit both run side by side and the rest wait,
+//! where one lock ran them one after another.
 
 use std::sync::{Condvar, Mutex};
 
-/// How much of a case's tensor bytes its process is taken to hold at its peak (measured: 9.4
-/// GB for a case of 8.25 GiB, 13.5 GB for an 8 GiB table whose records also make a 4 GiB
-/// one in another type).
-pub const FOOTPRINT_OF_CASE_BYTES: u64 = 2;
+/// How much of a case's tensor bytes its process is taken to hold at its peak, in host
+/// memory (measured: 9.4 GB for a case of 8.25 GiB, 13.5 GB for an 8 GiB table whose records
+/// also make a 4 GiB one in another type) and on the device (the case's tensors, and gate 5's
+/// pieces of its row tensors beside them: 1.75 GiB of rows for a case of 8.25 GiB), as
+/// numerator and denominator.
+pub const HOST_OF_CASE_BYTES: (u64, u64) = (2, 1);
+pub const DEVICE_OF_CASE_BYTES: (u64, u64) = (5, 4);
 
-/// The share of the memory available when the run starts that the large units may hold
-/// together: the rest is the other jobs', the driver's and the page cache's.
-const SHARE_OF_AVAILABLE: (u64, u64) = (1, 2);
+/// The share of the host memory available when the run starts, and of the device's memory,
+/// that the large units may hold together: the rest is the other jobs', the driver's, the
+/// contexts' and the page cache's.
+const SHARE_OF_HOST: (u64, u64) = (1, 2);
+const SHARE_OF_DEVICE: (u64, u64) = (3, 4);
+
+/// Host and device bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bytes {
+    pub host: u64,
+    pub device: u64,
+}
+
+impl Bytes {
+    /// What a unit whose largest case holds `case_bytes` is taken to hold.
+    pub fn of_case(case_bytes: u64) -> Bytes {
+        let share = |(numerator, denominator): (u64, u64)| case_bytes.saturating_mul(numerator) / denominator;
+        Bytes { host: share(HOST_OF_CASE_BYTES), device: share(DEVICE_OF_CASE_BYTES) }
+    }
+
+    fn fits_beside(self, held: Bytes, total: Bytes) -> bool {
+        held.host.saturating_add(self.host) <= total.host && held.device.saturating_add(self.device) <= total.device
+    }
+}
 
 /// Bytes the large units may hold at once, and how many they hold now.
 pub struct MemoryBudget {
-    total: u64,
-    held: Mutex<u64>,
+    total: Bytes,
+    held: Mutex<Bytes>,
     given_back: Condvar,
 }
 
 /// A unit's bytes of the budget, given back when dropped.
 pub struct Held<'a> {
     budget: &'a MemoryBudget,
-    bytes: u64,
+    bytes: Bytes,
 }
 
 impl MemoryBudget {
-    pub fn new(total: u64) -> MemoryBudget {
-        MemoryBudget { total, held: Mutex::new(0), given_back: Condvar::new() }
+    pub fn new(total: Bytes) -> MemoryBudget {
+        MemoryBudget { total, held: Mutex::new(Bytes::default()), given_back: Condvar::new() }
     }
 
-    /// Half of what `/proc/meminfo` says is available now; nothing where it cannot be read
-    /// (then every large unit runs alone, as `hold` admits one whatever its size).
-    pub fn of_this_machine() -> MemoryBudget {
+    /// Half of what `/proc/meminfo` says is available now, and three quarters of the device's
+    /// memory (`None`: a backend that cannot say). What cannot be read counts as nothing: then
+    /// every large unit runs alone, as `hold` admits one whatever its size.
+    pub fn of_this_machine(device_memory: Option<u64>) -> MemoryBudget {
         let available = std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(available_bytes).unwrap_or(0);
-        MemoryBudget::new(available / SHARE_OF_AVAILABLE.1 * SHARE_OF_AVAILABLE.0)
+        let share = |bytes: u64, (numerator, denominator): (u64, u64)| bytes / denominator * numerator;
+        MemoryBudget::new(Bytes { host: share(available, SHARE_OF_HOST), device: share(device_memory.unwrap_or(0), SHARE_OF_DEVICE) })
     }
 
-    pub fn total(&self) -> u64 {
+    pub fn total(&self) -> Bytes {
         self.total
     }
 
     /// Waits until `bytes` fit beside what is held, or nothing is held (a unit larger than
     /// the whole budget still runs, alone), and holds them.
-    pub fn hold(&self, bytes: u64) -> Held<'_> {
+    pub fn hold(&self, bytes: Bytes) -> Held<'_> {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        while *held > 0 && held.saturating_add(bytes) > self.total {
+        while *held != Bytes::default() && !bytes.fits_beside(*held, self.total) {
             held = self.given_back.wait(held).unwrap_or_else(|p| p.into_inner());
         }
-        *held += bytes;
+        held.host += bytes.host;
+        held.device += bytes.device;
         Held { budget: self, bytes }
     }
 }
@@ -58,7 +86,8 @@ impl MemoryBudget {
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         let mut held = self.budget.held.lock().unwrap_or_else(|p| p.into_inner());
-        *held -= self.bytes;
+        held.host -= self.bytes.host;
+        held.device -= self.bytes.device;
         self.budget.given_back.notify_all();
     }
 }
@@ -85,35 +114,44 @@ mod tests {
         assert_eq!(available_bytes("MemTotal: 5 kB\n"), None);
         assert_eq!(available_bytes("MemAvailable: many kB\n"), None);
         assert_eq!(available_bytes("MemAvailable: 5 MB\n"), None);
-        assert!(MemoryBudget::of_this_machine().total() > 0, "this machine's /proc/meminfo has MemAvailable");
+        let budget = MemoryBudget::of_this_machine(Some(80 << 30));
+        assert!(budget.total().host > 0, "this machine's /proc/meminfo has MemAvailable");
+        assert_eq!(budget.total().device, 60 << 30);
+        assert_eq!(MemoryBudget::of_this_machine(None).total().device, 0, "a device that cannot say: one unit at a time");
+        assert_eq!(Bytes::of_case(8 << 30), Bytes { host: 16 << 30, device: 10 << 30 });
+    }
+
+    /// Runs units of `sizes` on threads of their own and gives the most bytes held at once.
+    fn most_held_at_once(budget: &MemoryBudget, sizes: &[Bytes]) -> u64 {
+        let (most, now) = (AtomicU64::new(0), AtomicU64::new(0));
+        let run = |bytes: Bytes| {
+            let _held = budget.hold(bytes);
+            let at = now.fetch_add(bytes.host, Ordering::SeqCst) + bytes.host;
+            most.fetch_max(at, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(30));
+            now.fetch_sub(bytes.host, Ordering::SeqCst);
+        };
+        std::thread::scope(|scope| {
+            for bytes in sizes {
+                let run = &run;
+                scope.spawn(move || run(*bytes));
+            }
+        });
+        assert_eq!(*budget.held.lock().unwrap(), Bytes::default(), "every unit gave its bytes back");
+        most.load(Ordering::SeqCst)
     }
 
     /// Units that fit run side by side, one that does not waits for the others to give their
-    /// bytes back, and one larger than the whole budget runs alone.
+    /// bytes back, and one larger than the whole budget runs alone; host and device alike.
     #[test]
     fn units_hold_the_budget_side_by_side_while_they_fit() {
-        let budget = MemoryBudget::new(10);
-        let (most, now) = (AtomicU64::new(0), AtomicU64::new(0));
-        let run = |bytes: u64| {
-            let _held = budget.hold(bytes);
-            let at = now.fetch_add(bytes, Ordering::SeqCst) + bytes;
-            most.fetch_max(at, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(30));
-            now.fetch_sub(bytes, Ordering::SeqCst);
-        };
-        std::thread::scope(|scope| {
-            for bytes in [4, 4, 4, 4] {
-                scope.spawn(move || run(bytes));
-            }
-        });
-        assert_eq!(most.load(Ordering::SeqCst), 8, "two of 4 fit in 10, a third waits");
-        most.store(0, Ordering::SeqCst);
-        std::thread::scope(|scope| {
-            for bytes in [25, 3] {
-                scope.spawn(move || run(bytes));
-            }
-        });
-        assert!([25, 3].contains(&most.load(Ordering::SeqCst)), "25 is past the budget: it runs alone");
-        assert_eq!(*budget.held.lock().unwrap(), 0);
+        let both = |host, device| Bytes { host, device };
+        let budget = MemoryBudget::new(both(10, 100));
+        assert_eq!(most_held_at_once(&budget, &[both(4, 1); 4]), 8, "two of 4 fit in 10, a third waits");
+        assert!([25, 3].contains(&most_held_at_once(&budget, &[both(25, 1), both(3, 1)])), "25 is past the budget: it runs alone");
+        let device_bound = MemoryBudget::new(both(100, 10));
+        assert_eq!(most_held_at_once(&device_bound, &[both(1, 6); 3]), 1, "6 and 6 of the device's 10 do not fit: one at a time");
+        let unknown_device = MemoryBudget::new(both(100, 0));
+        assert_eq!(most_held_at_once(&unknown_device, &[both(1, 1); 3]), 1, "no device budget: one at a time");
     }
 }

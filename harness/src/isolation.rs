@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 use engine::backend::{Backend, KernelSource};
 use serde::{Deserialize, Serialize};
 
+use crate::budget::Bytes;
 use crate::builds::{self, SourceKey};
 use crate::contract::{Contract, Control, Record};
 use crate::exit_guard::EXIT_CALLED_STATUS;
@@ -501,6 +502,8 @@ pub struct BackendInfo {
     pub gates_run: Vec<Gate>,
     /// Threads running a host kernel's blocks in each child (its CPU time limit counts them).
     pub workers: usize,
+    /// The device's memory, where the backend can say (`Backend::device_memory`).
+    pub device_memory: Option<u64>,
 }
 
 /// The whole run, each contract and each control in its own child process, `jobs` at a time.
@@ -529,12 +532,11 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // the host memory each unit's case of gigabytes holds at its peak (none for most), and the
     // order units start in: those first, longest first (one after another, or a few side by
     // side, they are most of a GPU run), the rest as reported
-    let footprints: Vec<u64> = units
+    let footprints: Vec<Bytes> = units
         .iter()
         .map(|(contract, control, records)| {
             let cases = runner::cases_run_for(contract, &info.arch, *control);
-            let largest = cases.iter().map(|i| large_case_bytes(records, &contract.cases[*i])).max().unwrap_or(0);
-            (largest as u64).saturating_mul(crate::budget::FOOTPRINT_OF_CASE_BYTES)
+            Bytes::of_case(cases.iter().map(|i| large_case_bytes(records, &contract.cases[*i])).max().unwrap_or(0) as u64)
         })
         .collect();
     let start_order = start_order(&footprints);
@@ -570,8 +572,9 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     let (sender, results) = mpsc::channel::<(usize, UnitMessage)>();
     // held by a unit whose records run a case of gigabytes (`large_case_bytes`) for as long as
     // it runs: such a case holds about its bytes again in host memory (inputs, read-backs,
-    // the oracle's values), so only as many run at once as the machine's memory holds
-    let memory = crate::budget::MemoryBudget::of_this_machine();
+    // the oracle's values), and its tensors on the device, so only as many run at once as the
+    // machine's memory and the device's hold
+    let memory = crate::budget::MemoryBudget::of_this_machine(info.device_memory);
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let sender = sender.clone();
@@ -619,7 +622,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                                 && !matches!(contract.reference, crate::contract::Reference::Cpp(_))
                                 && keys.iter().all(|k| built.contains(k));
                             let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell, keys, poolable };
-                            let _held = (footprints[index] > 0).then(|| memory.hold(footprints[index]));
+                            let _held = (footprints[index] != Bytes::default()).then(|| memory.hold(footprints[index]));
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
                         }
                     }
@@ -752,9 +755,9 @@ fn large_case_bytes(records: &[&Record], case: &crate::contract::Case) -> usize 
 /// case first, the largest first, then the rest in report order. A run's large units are
 /// its longest by far (seconds of gigabytes generated, copied and compared each), and those
 /// left to the end ran on alone after everything else had finished.
-fn start_order(footprints: &[u64]) -> Vec<usize> {
+fn start_order(footprints: &[Bytes]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..footprints.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(footprints[i]));
+    order.sort_by_key(|&i| std::cmp::Reverse(footprints[i].host));
     order
 }
 
@@ -1572,8 +1575,9 @@ mod tests {
 
     #[test]
     fn the_units_of_the_largest_cases_start_first_and_the_rest_in_report_order() {
-        assert_eq!(start_order(&[0, 0, 5, 0, 9, 5, 0]), [4, 2, 5, 0, 1, 3, 6]);
-        assert_eq!(start_order(&[0, 0, 0]), [0, 1, 2]);
+        let of = |cases: &[u64]| cases.iter().map(|b| Bytes::of_case(*b)).collect::<Vec<_>>();
+        assert_eq!(start_order(&of(&[0, 0, 5, 0, 9, 5, 0])), [4, 2, 5, 0, 1, 3, 6]);
+        assert_eq!(start_order(&of(&[0, 0, 0])), [0, 1, 2]);
         assert_eq!(start_order(&[]), Vec::<usize>::new());
     }
 

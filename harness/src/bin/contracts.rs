@@ -668,6 +668,7 @@ fn run(flags: &Flags) -> Result<i32> {
                 toolchain: backend.toolchain(),
                 gates_run: runner::gates_for(backend.as_ref()),
                 workers: flags.workers.unwrap_or_else(worker_count).max(1),
+                device_memory: backend.device_memory(),
             };
             // the children open their own device contexts; this one is closed first
             drop(backend);

@@ -289,6 +289,10 @@ impl Backend for CudaBackend {
         self.arch.clone()
     }
 
+    fn device_memory(&self) -> Option<u64> {
+        self.driver.device_memory(self.device).ok().map(|bytes| bytes as u64)
+    }
+
     fn toolchain(&self) -> String {
         let v = self.driver_version;
         format!(

@@ -577,6 +577,7 @@ fn the_driver_path_runs_end_to_end_against_a_fake_driver() {
             toolchain.contains("NVRTC 13.") && toolchain.contains("CUDA driver 13.0") && toolchain.contains("Fake H200"),
             "{toolchain}"
         );
+        assert_eq!(backend.device_memory(), Some(1 << 30), "cuDeviceTotalMem_v2's bytes (the fake's 1 GiB)");
 
         // buffers: zero-filled, written and read at offsets, bounds checked
         let mut buffer = backend.allocate(1000).unwrap();
@@ -753,6 +754,7 @@ fn gpu_probe_names_the_device_arch_and_toolchain() {
 #[ignore = "needs an NVIDIA GPU and driver: run on the H200 with `cargo test -- --ignored`"]
 fn gpu_buffers_round_trip_at_offsets_and_start_zeroed() {
     let backend = gpu();
+    assert!(backend.device_memory().is_some_and(|bytes| bytes >= 1 << 30), "the device's memory: {:?}", backend.device_memory());
     let len = (1 << 20) + 13;
     let mut buffer = backend.allocate(len).unwrap();
     let mut back = vec![0xffu8; len];
