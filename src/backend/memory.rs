@@ -34,6 +34,10 @@ impl Backend for Memory {
     fn arch(&self) -> String {
         String::new()
     }
+
+    fn device_memory(&self) -> Option<u64> {
+        None
+    }
     fn toolchain(&self) -> String {
         String::new()
     }

@@ -369,10 +369,9 @@ pub trait Backend: Send + Sync {
     /// Compiler and runtime identity, for reports.
     fn toolchain(&self) -> String;
     /// The device's memory in bytes, where the backend can say (how many of the cases of
-    /// gigabytes may run at once); `None` where it cannot, or has no device.
-    fn device_memory(&self) -> Option<u64> {
-        None
-    }
+    /// gigabytes may run at once); `None` where it cannot, or has no device. No default: a
+    /// wrapper that forgot to pass it on would say `None` for its device.
+    fn device_memory(&self) -> Option<u64>;
     /// A buffer of `bytes`, zero-filled (every backend's allocation is: a pinned projection
     /// pads its last chunk with the zeros of a fresh buffer).
     fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError>;

@@ -78,6 +78,10 @@ impl Backend for StaticChecked {
         self.inner.arch()
     }
 
+    fn device_memory(&self) -> Option<u64> {
+        self.inner.device_memory()
+    }
+
     fn toolchain(&self) -> String {
         format!("{}; static checks by {}", self.inner.toolchain(), self.compiler.identity)
     }
@@ -143,5 +147,49 @@ impl Module for CheckedModule {
 
     fn resource_usage(&self, kernel: &str) -> Option<Result<ResourceUsage, EngineError>> {
         self.inner.resource_usage(kernel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend whose device has 24 GiB; its buffers are host memory's.
+    struct Sized;
+
+    impl Backend for Sized {
+        fn name(&self) -> &'static str {
+            "sized"
+        }
+        fn arch(&self) -> String {
+            "sm_90".into()
+        }
+        fn toolchain(&self) -> String {
+            String::new()
+        }
+        fn device_memory(&self) -> Option<u64> {
+            Some(24 << 30)
+        }
+        fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
+            crate::backend::memory::Memory.allocate(bytes)
+        }
+        fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, EngineError> {
+            crate::backend::memory::Memory.load_module(source)
+        }
+    }
+
+    /// What the run asks of its backend about the device reaches the backend inside, through
+    /// the static checks' wrapper (a method the wrapper did not pass on once said `None`).
+    #[test]
+    fn the_wrapper_passes_on_what_the_device_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = StaticCheckOptions {
+            prelude: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/host/prelude.h"),
+            cache_dir: dir.path().to_path_buf(),
+            warp_size: 32,
+        };
+        let checked = StaticChecked::new(Box::new(Sized), options).unwrap();
+        assert_eq!(checked.device_memory(), Some(24 << 30));
+        assert_eq!((checked.name(), checked.arch()), ("sized", "sm_90".to_string()));
     }
 }

@@ -166,6 +166,9 @@ mod tests {
         fn toolchain(&self) -> String {
             String::new()
         }
+        fn device_memory(&self) -> Option<u64> {
+            None
+        }
         fn allocate(&self, bytes: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
             Ok(Box::new(Buffer(bytes, (self.next.fetch_add(1, Ordering::Relaxed) + 1) << 32)))
         }

@@ -189,6 +189,10 @@ impl Backend for HipBackend {
         self.properties.arch().to_string()
     }
 
+    fn device_memory(&self) -> Option<u64> {
+        None
+    }
+
     fn toolchain(&self) -> String {
         let v = self.versions.1;
         format!(

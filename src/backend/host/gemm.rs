@@ -176,6 +176,9 @@ mod tests {
         fn toolchain(&self) -> String {
             String::new()
         }
+        fn device_memory(&self) -> Option<u64> {
+            None
+        }
         fn allocate(&self, _: usize) -> Result<Box<dyn DeviceBuffer>, EngineError> {
             Err(EngineError::Buffer("none".into()))
         }

@@ -90,6 +90,10 @@ impl Backend for HostBackend {
         format!("host-{}", std::env::consts::ARCH)
     }
 
+    fn device_memory(&self) -> Option<u64> {
+        None
+    }
+
     fn toolchain(&self) -> String {
         format!("{} ({} block workers, warp {})", self.compiler.identity, self.options.workers, self.options.warp_size)
     }
