@@ -604,7 +604,6 @@ impl Generator {
         Ok(if scale > 0.0 { scale } else { 1.0 })
     }
 
-    /// `elements` values of `dtype`, little-endian, from `seed`.
     /// `generate`'s bytes in each of `dtypes` (at least one), each value drawn once.
     pub fn generate_each(&self, dtypes: &[DType], elements: usize, seed: u64, symbols: &Symbols) -> Result<Vec<Vec<u8>>, String> {
         if let [dtype] = dtypes {
@@ -624,7 +623,7 @@ impl Generator {
             let first = i * PARALLEL_ELEMENTS;
             let mut stream = SeededStream::at(seed, first as u64 * draws);
             if let Generator::Normal { mean, std } = self {
-                return fill_normals_each(&mut stream, (*mean, *std), &mut piece);
+                return fill_normals(&mut stream, (*mean, *std), &mut piece);
             }
             let count = piece.first().map_or(0, |(dtype, bytes)| bytes.len() / dtype.size());
             for i in 0..count {
@@ -671,6 +670,7 @@ impl Generator {
         }
     }
 
+    /// `elements` values of `dtype`, little-endian, from `seed`.
     pub fn generate(&self, dtype: DType, elements: usize, seed: u64, symbols: &Symbols) -> Result<Vec<u8>, String> {
         let mut out = vec![0u8; elements * dtype.size()];
         let bounds = self.int_bounds(symbols)?;
@@ -678,7 +678,7 @@ impl Generator {
         let fill = |first: usize, piece: &mut [u8]| {
             let mut stream = SeededStream::at(seed, first as u64 * draws);
             if let Generator::Normal { mean, std } = self {
-                fill_normals(&mut stream, (*mean, *std), dtype, piece);
+                fill_normals(&mut stream, (*mean, *std), &mut [(dtype, piece)]);
                 return;
             }
             for chunk in piece.chunks_mut(size) {
@@ -694,45 +694,31 @@ impl Generator {
     }
 }
 
-/// `piece`'s elements from `stream`'s normals, `mean + std * z` each. On a CPU with AVX-512
+/// `piece`'s elements from `stream`'s normals, `mean + std * z` each, in the bytes of each of
+/// its types (one, most often; a table two records take in two types, both). On a CPU with AVX-512
 /// (DQ: 64-bit multiplies and conversions in vector registers) the same code is built for it,
 /// and the mixing of the normals side by side takes eight lanes at once: the draws and each
 /// sum's adds are the same, in the same order, so the bytes are too. A GPU-only case's cache
 /// is 2 to 3 G normals, about 7 s of a 16-core machine without.
-fn fill_normals(stream: &mut SeededStream, scale: (f64, f64), dtype: DType, piece: &mut [u8]) {
+fn fill_normals(stream: &mut SeededStream, scale: (f64, f64), piece: &mut [(DType, &mut [u8])]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
         // SAFETY: the CPU has AVX-512 F and DQ, all the function's target features ask for
-        return unsafe { fill_normals_avx512(stream, scale, dtype, piece) };
+        return unsafe { fill_normals_avx512(stream, scale, piece) };
     }
-    fill_normals_portable(stream, scale, dtype, piece);
+    fill_normals_portable(stream, scale, piece);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq")]
-fn fill_normals_avx512(stream: &mut SeededStream, scale: (f64, f64), dtype: DType, piece: &mut [u8]) {
-    fill_normals_portable(stream, scale, dtype, piece);
+fn fill_normals_avx512(stream: &mut SeededStream, scale: (f64, f64), piece: &mut [(DType, &mut [u8])]) {
+    fill_normals_portable(stream, scale, piece);
 }
 
-/// `fill_normals` of one piece of elements into the bytes of each of several types.
-fn fill_normals_each(stream: &mut SeededStream, scale: (f64, f64), piece: &mut [(DType, &mut [u8])]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
-        // SAFETY: the CPU has AVX-512 F and DQ, all the function's target features ask for
-        return unsafe { fill_normals_each_avx512(stream, scale, piece) };
-    }
-    fill_normals_each_portable(stream, scale, piece);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq")]
-fn fill_normals_each_avx512(stream: &mut SeededStream, scale: (f64, f64), piece: &mut [(DType, &mut [u8])]) {
-    fill_normals_each_portable(stream, scale, piece);
-}
-
-/// `fill_normals_portable`'s draws, each normal encoded in every type.
+/// Several elements at a time, then the rest one by one: the same draws in order, each
+/// normal encoded in every type.
 #[inline(always)]
-fn fill_normals_each_portable(stream: &mut SeededStream, (mean, std): (f64, f64), piece: &mut [(DType, &mut [u8])]) {
+fn fill_normals_portable(stream: &mut SeededStream, (mean, std): (f64, f64), piece: &mut [(DType, &mut [u8])]) {
     let count = piece.first().map_or(0, |(dtype, bytes)| bytes.len() / dtype.size());
     let grouped = count / NORMALS_AT_ONCE * NORMALS_AT_ONCE;
     for first in (0..grouped).step_by(NORMALS_AT_ONCE) {
@@ -751,21 +737,6 @@ fn fill_normals_each_portable(stream: &mut SeededStream, (mean, std): (f64, f64)
             let size = dtype.size();
             dtype.encode(value, &mut bytes[i * size..(i + 1) * size]);
         }
-    }
-}
-
-/// Several elements at a time, then the rest one by one: the same draws in order.
-#[inline(always)]
-fn fill_normals_portable(stream: &mut SeededStream, (mean, std): (f64, f64), dtype: DType, piece: &mut [u8]) {
-    let size = dtype.size();
-    let mut groups = piece.chunks_exact_mut(NORMALS_AT_ONCE * size);
-    for group in &mut groups {
-        for (value, chunk) in stream.next_normals::<NORMALS_AT_ONCE>().iter().zip(group.chunks_exact_mut(size)) {
-            dtype.encode(mean + std * value, chunk);
-        }
-    }
-    for chunk in groups.into_remainder().chunks_mut(size) {
-        dtype.encode(mean + std * stream.next_normal(), chunk);
     }
 }
 
@@ -844,8 +815,8 @@ mod tests {
                 let (mut wide, mut plain) = (SeededStream::new(u64::MAX - 40), SeededStream::new(u64::MAX - 40));
                 let (mut a, mut b) = (vec![0u8; 1005 * dtype.size()], vec![0u8; 1005 * dtype.size()]);
                 // SAFETY: the features were just detected
-                unsafe { fill_normals_avx512(&mut wide, (0.5, 3.0), dtype, &mut a) };
-                fill_normals_portable(&mut plain, (0.5, 3.0), dtype, &mut b);
+                unsafe { fill_normals_avx512(&mut wide, (0.5, 3.0), &mut [(dtype, &mut a[..])]) };
+                fill_normals_portable(&mut plain, (0.5, 3.0), &mut [(dtype, &mut b[..])]);
                 assert!(a == b, "{dtype:?}");
                 assert_eq!(wide.next_u64(), plain.next_u64(), "{dtype:?}: the streams go on alike");
             }

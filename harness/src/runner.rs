@@ -1787,17 +1787,26 @@ fn input_check(tensor: &Tensor, before: &[u8]) -> Result<Option<Failure>, engine
 }
 
 fn input_check_in_slices(tensor: &Tensor, before: &[u8], slice_bytes: usize) -> Result<Option<Failure>, engine::EngineError> {
-    let changed = with_scratch(slice_bytes.min(before.len()), |slice| -> Result<bool, engine::EngineError> {
-        for (i, want) in before.chunks(slice_bytes).enumerate() {
-            let now = &mut slice[..want.len()];
-            tensor.read_part(i * slice_bytes, now)?;
-            if differs(now, want) {
-                return Ok(true);
+    let changed = differs_on_device(tensor, &[(0, before)], slice_bytes)?;
+    Ok(if changed { input_changed(tensor, before, &tensor.read()?) } else { None })
+}
+
+/// Whether the tensor's bytes at any of `parts` (a byte offset in the tensor, the bytes wanted
+/// there) differ from them, read back `slice_bytes` at a time into the thread's kept buffer.
+pub(crate) fn differs_on_device(tensor: &Tensor, parts: &[(usize, &[u8])], slice_bytes: usize) -> Result<bool, engine::EngineError> {
+    let longest = parts.iter().map(|(_, want)| want.len()).max().unwrap_or(0);
+    with_scratch(slice_bytes.min(longest), |slice| {
+        for (at, want) in parts {
+            for (i, want) in want.chunks(slice_bytes).enumerate() {
+                let now = &mut slice[..want.len()];
+                tensor.read_part(at + i * slice_bytes, now)?;
+                if differs(now, want) {
+                    return Ok(true);
+                }
             }
         }
         Ok(false)
-    })?;
-    Ok(if changed { input_changed(tensor, before, &tensor.read()?) } else { None })
+    })
 }
 
 /// `check` with a buffer of `len` bytes that this thread keeps from one call to the next: the

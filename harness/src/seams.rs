@@ -351,19 +351,9 @@ fn piece_input_changed_in_slices(
     (piece, row_bytes): (&[usize], usize),
     slice_bytes: usize,
 ) -> Result<Option<Failure>, engine::EngineError> {
-    let changed = crate::runner::with_scratch(slice_bytes.min(tensor.bytes()), |slice| -> Result<bool, engine::EngineError> {
-        for (at, rows) in runs(piece) {
-            let want = &whole[rows.start * row_bytes..rows.end * row_bytes];
-            for (i, want) in want.chunks(slice_bytes).enumerate() {
-                let now = &mut slice[..want.len()];
-                tensor.read_part(at * row_bytes + i * slice_bytes, now)?;
-                if crate::runner::differs(now, want) {
-                    return Ok(true);
-                }
-            }
-        }
-        Ok(false)
-    })?;
+    let parts: Vec<(usize, &[u8])> =
+        runs(piece).into_iter().map(|(at, rows)| (at * row_bytes, &whole[rows.start * row_bytes..rows.end * row_bytes])).collect();
+    let changed = crate::runner::differs_on_device(tensor, &parts, slice_bytes)?;
     Ok(if changed { crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read()?) } else { None })
 }
 
