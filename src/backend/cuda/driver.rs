@@ -312,7 +312,7 @@ impl DeviceMemory {
     }
 }
 
-/// Page-locked host memory (cuMemAllocHost_v2), freed on drop (cuMemFreeHost): the stage of
+/// Page-locked host memory (cuMemAllocHost_v2), freed on drop (cuMemFreeHost): a stage of
 /// large copies, which the device reaches by DMA.
 pub struct PinnedMemory {
     context: Arc<Context>,

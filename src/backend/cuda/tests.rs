@@ -410,7 +410,7 @@ fn a_library_lacking_a_symbol_is_an_error_naming_library_and_symbol() {
 }
 
 #[test]
-fn large_copies_go_through_a_page_locked_stage_that_is_freed_on_drop() {
+fn large_copies_go_through_page_locked_stages_that_are_freed_on_drop() {
     use super::driver::{Context, DeviceMemory, PinnedMemory};
     use crate::backend::staging::{STAGED_COPY_BYTES, Staging};
     let dir = tempfile::tempdir().unwrap();
@@ -425,7 +425,7 @@ fn large_copies_go_through_a_page_locked_stage_that_is_freed_on_drop() {
     let staging = Staging::new(2_500_003, move |len| PinnedMemory::allocate(&pinned, len));
     let bytes: Vec<u8> = (0..STAGED_COPY_BYTES + 100).map(|i: usize| (i * 7 % 251) as u8).collect();
     staging.write(5, &bytes, &|at, piece| memory.write(at, piece)).unwrap();
-    assert_eq!(fake.call_i32("fake_live_pinned"), 1, "the stage, allocated at the first large copy");
+    assert_eq!(fake.call_i32("fake_live_pinned"), 2, "the two stages, allocated at the first large copy");
     let mut direct = vec![0u8; bytes.len()];
     memory.read(5, &mut direct).unwrap();
     assert!(direct == bytes, "a staged write is the bytes given");
@@ -433,7 +433,7 @@ fn large_copies_go_through_a_page_locked_stage_that_is_freed_on_drop() {
     staging.read(6, &mut staged, &|at, piece| memory.read(at, piece)).unwrap();
     assert!(staged == bytes[1..bytes.len() - 1], "a staged read is the bytes there");
     drop(staging);
-    assert_eq!(fake.call_i32("fake_live_pinned"), 0, "the stage is freed on drop");
+    assert_eq!(fake.call_i32("fake_live_pinned"), 0, "the stages are freed on drop");
 }
 
 trait TapMkdir {
@@ -797,6 +797,15 @@ fn gpu_buffers_round_trip_at_offsets_and_start_zeroed() {
     buffer.zero().unwrap();
     buffer.read(0, &mut back).unwrap();
     assert!(back.iter().all(|b| *b == 0));
+    // copies of 16 MiB and more: pieces through the two page-locked stages in turn, both ways,
+    // at odd offsets, the last piece partial
+    let large = (100 << 20) + 7;
+    let mut buffer = backend.allocate(large + 64).unwrap();
+    let bytes: Vec<u8> = (0..large).map(|i: usize| (i * 13 % 241) as u8).collect();
+    buffer.write(33, &bytes).unwrap();
+    let mut back = vec![0u8; large - 5];
+    buffer.read(35, &mut back).unwrap();
+    assert!(back == bytes[2..large - 3], "a staged copy there and back");
 }
 
 #[test]

@@ -76,7 +76,7 @@ pub struct HipBackend {
     blas_handle: Mutex<Option<BlasHandle>>,
     /// Buffers kept for the next tensor of their size (`pool`).
     buffers: Arc<BufferPool>,
-    /// The page-locked stage of large copies.
+    /// The page-locked stages of large copies.
     staging: Arc<Staging<PinnedMemory>>,
 }
 

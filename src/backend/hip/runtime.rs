@@ -297,7 +297,7 @@ impl DeviceMemory {
     }
 }
 
-/// Page-locked host memory (hipHostMalloc, default flags), freed on drop (hipHostFree): the
+/// Page-locked host memory (hipHostMalloc, default flags), freed on drop (hipHostFree): a
 /// stage of large copies (`staging`).
 pub struct PinnedMemory {
     runtime: Arc<Runtime>,

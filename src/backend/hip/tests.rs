@@ -218,7 +218,7 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         let mut copied = [9u8; 4];
         other.read(0, &mut copied).unwrap();
         assert_eq!(copied, [1, 2, 3, 0]);
-        // a large copy goes through the page-locked stage (hipHostMalloc), made at the first
+        // a large copy goes through the two page-locked stages (hipHostMalloc), made at the first
         assert_eq!(fake.i32("fake_live_pinned"), 0);
         let mut large = backend.allocate(17 << 20).unwrap();
         let bytes: Vec<u8> = (0..(17 << 20) - 3).map(|i: usize| (i * 7 % 251) as u8).collect();
@@ -226,7 +226,7 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         let mut back = vec![0u8; bytes.len()];
         large.read(3, &mut back).unwrap();
         assert!(back == bytes, "a staged copy there and back");
-        assert_eq!(fake.i32("fake_live_pinned"), 1);
+        assert_eq!(fake.i32("fake_live_pinned"), 2);
         assert!(large.write(4, &bytes).is_err(), "past the end: refused before any piece is copied");
 
         // a module: hiprtc's options, the note read, hipFuncGetAttribute cross-checked
@@ -312,7 +312,7 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
         assert!(backend.gemm_bf16(&request).unwrap_err().to_string().contains("rocblas_set_workspace"));
     }
     assert_eq!(fake.i32("fake_live"), 0, "every allocation, module and stream was given back");
-    assert_eq!(fake.i32("fake_live_pinned"), 0, "the stage was freed with its backend");
+    assert_eq!(fake.i32("fake_live_pinned"), 0, "the stages were freed with their backend");
 
     // with the workspace calls the projection runs (the fake computes it in host memory)
     {
