@@ -537,6 +537,7 @@ pub fn run_compared(
     };
     'contracts: for contract in &contracts {
         let loaded = Loaded::of(settings, contract, None, &modules, builds::build_reference(settings, contract));
+        inputs.release_tensors();
         inputs.will_run(contract, &settings.records_of(contract).collect::<Vec<_>>());
         for record in settings.records_of(contract) {
             forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: None });
@@ -553,6 +554,9 @@ pub fn run_compared(
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         let record = contract.record(&control.record).unwrap();
         let loaded = Loaded::of(settings, contract, Some(control), &modules, builds::build_reference(settings, contract));
+        // a control's kernel is planted to write where it must not: it launches on no tensor a
+        // record left, and leaves none to the next control
+        inputs.release_tensors();
         forward.emit(&Event::RecordStarted { op: contract.op.name, record: &record.name, control: Some(&control.bug) });
         let result = run_record(&context, contract, record, &loaded, Some(control), &mut inputs);
         forward.emit(&Event::Control(&result));
@@ -831,6 +835,10 @@ pub(crate) struct InputCache {
     oracles: HashMap<OracleKey, Vec<(checked::ParamsRead, Arc<crate::oracle::Outputs>)>>,
     /// Values of every output kept in `oracles`.
     oracle_values: usize,
+    /// Device tensors of large inputs (`KEPT_TENSOR_BYTES` and more) that the last case to
+    /// take them left as uploaded, guard bands and all: the next record's case of the same
+    /// bytes launches on them, not on a fresh upload of gigabytes (`take_tensor`).
+    tensors: HashMap<InputKey, Tensor>,
 }
 
 impl InputCache {
@@ -883,6 +891,38 @@ impl InputCache {
         }))
     }
 
+    /// The device tensor of `key`'s bytes a case left unchanged, to launch on again. It is
+    /// fail-closed: the case taking it reads it back after its launches, as every case does
+    /// its inputs, so a change made since the last check (by a launch of any case in between)
+    /// is red at gate 3 there, with a note that the buffer was kept. A miss frees the kept
+    /// tensor of the same input and case in another type, so that a gigabyte buffer is not
+    /// held beside its successor.
+    fn take_tensor(&mut self, key: &InputKey, bytes: usize) -> Option<Tensor> {
+        if bytes < KEPT_TENSOR_BYTES {
+            return None;
+        }
+        let kept = self.tensors.remove(key);
+        if kept.is_none() {
+            // the same tensor of the same case (one seed) in another type or planted: freed
+            // before the buffer that follows it is allocated
+            self.tensors.retain(|(seed, ..), _| *seed != key.0);
+        }
+        kept
+    }
+
+    /// Keeps a large input's tensor that its case left unchanged for the next record's case.
+    fn keep_tensor(&mut self, key: InputKey, tensor: Tensor) {
+        if tensor.bytes() >= KEPT_TENSOR_BYTES {
+            self.tensors.insert(key, tensor);
+        }
+    }
+
+    /// Frees the kept device tensors: a job's records end, or another kernel (a control's, in
+    /// one process) is about to run.
+    pub(crate) fn release_tensors(&mut self) {
+        self.tensors.clear();
+    }
+
     /// The outputs an oracle gave on these inputs and case, where the parameters it read then
     /// have the same values in `params`.
     fn oracle_for(&self, key: &OracleKey, params: &BTreeMap<String, f64>) -> Option<Arc<crate::oracle::Outputs>> {
@@ -911,6 +951,10 @@ type OracleKey = (String, &'static str, usize, Vec<(String, InputKey)>);
 /// An input of at least this many bytes in a record's type is drawn once for every type the
 /// records to run take it in (`InputCache::generate_with_other_types`).
 const DRAWN_ONCE_BYTES: usize = 64 << 20;
+
+/// An input's device tensor of this many bytes or more is kept for the next record's case of
+/// the same bytes (`InputCache::take_tensor`): a GPU-only case uploads 4 to 8.25 GiB a record.
+const KEPT_TENSOR_BYTES: usize = 64 << 20;
 
 /// Decoded values are kept for tensors up to this many elements (a GPU-only case's gigabytes
 /// are generated as bytes alone, as before).
@@ -1433,11 +1477,14 @@ fn run_case(
     let mut input_values: BTreeMap<String, InputValues> = BTreeMap::new();
     let mut input_keys: Vec<(String, InputKey)> = Vec::new();
     let mut seeds = BTreeMap::new();
+    // inputs launched on in a tensor an earlier record's case left unchanged (`take_tensor`)
+    let mut kept_inputs: Vec<&str> = Vec::new();
     for spec in op.tensors {
         let dtype = record.dtypes[spec.name];
         let shape = &case.shapes[spec.name];
-        let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
-        if spec.role == Role::Input {
+        if spec.role == Role::Output {
+            tensors.insert(spec.name.to_string(), Tensor::allocate(backend, dtype, shape).map_err(text)?);
+        } else {
             let seed = tensor_seed(settings.seed, op.name, spec.name, index);
             let own = record.inputs.contains_key(spec.name).then(|| record.name.clone());
             let plain = (seed, dtype, shape.clone(), Inputs::AsGenerated, own.clone());
@@ -1468,14 +1515,24 @@ fn run_case(
                 None => InputValues::new(dtype, bytes.clone()),
             };
             input_values.insert(spec.name.to_string(), values);
-            input_keys.push((spec.name.to_string(), key));
             phases.inputs += lap.take();
-            tensor.write(&bytes).map_err(text)?;
+            let tensor = match inputs.take_tensor(&key, bytes.len()) {
+                Some(kept) => {
+                    kept_inputs.push(spec.name);
+                    kept
+                }
+                None => {
+                    let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
+                    tensor.write(&bytes).map_err(text)?;
+                    tensor
+                }
+            };
             phases.upload += lap.take();
+            input_keys.push((spec.name.to_string(), key));
             input_bytes.insert(spec.name.to_string(), bytes);
             seeds.insert(spec.name.to_string(), seed);
+            tensors.insert(spec.name.to_string(), tensor);
         }
-        tensors.insert(spec.name.to_string(), tensor);
     }
     phases.upload += lap.take();
     // an oracle of the harness is a function of its inputs' values, the case and the
@@ -1486,8 +1543,8 @@ fn run_case(
         Some(outputs) => (outputs, None),
         None => {
             let (want, want_bytes, read) = checked::want(checker, backend, contract, record, case, &input_values, &input_bytes)?;
-            for (name, key) in input_keys {
-                if let Some(decoded) = input_values[&name].kept().filter(|v| v.len() <= KEPT_VALUES) {
+            for (name, key) in &input_keys {
+                if let Some(decoded) = input_values[name].kept().filter(|v| v.len() <= KEPT_VALUES) {
                     inputs.values.entry(key.clone()).or_insert(decoded);
                 }
             }
@@ -1689,10 +1746,13 @@ fn run_case(
     }
     // shapes also means: nothing written outside any tensor, no input changed
     let mut broken = std::collections::BTreeSet::new();
+    let mut unchanged_inputs = Vec::new();
     for spec in op.tensors {
         let tensor = &tensors[spec.name];
-        if let Some(failure) = guard_check(tensor).map_err(text)? {
-            failures.push((Gate::Shapes, spec.name.to_string(), failure));
+        let guard = guard_check(tensor).map_err(text)?;
+        let guarded = guard.is_none();
+        if let Some(failure) = guard {
+            failures.push((Gate::Shapes, spec.name.to_string(), kept_note(failure, kept_inputs.contains(&spec.name))));
             broken.insert((spec.name.to_string(), crate::seams::Wall::Guard));
         }
         if spec.role == Role::Input {
@@ -1702,12 +1762,20 @@ fn run_case(
                 Some(checked) => checked,
                 None => input_check(tensor, &input_bytes[spec.name]).map_err(text)?,
             };
-            if let Some(failure) = changed {
-                failures.push((Gate::Shapes, spec.name.to_string(), failure));
-                broken.insert((spec.name.to_string(), crate::seams::Wall::Input));
+            match changed {
+                Some(failure) => {
+                    failures.push((Gate::Shapes, spec.name.to_string(), kept_note(failure, kept_inputs.contains(&spec.name))));
+                    broken.insert((spec.name.to_string(), crate::seams::Wall::Input));
+                }
+                None if guarded => unchanged_inputs.push(spec.name),
+                None => {}
             }
             phases.download += lap.take();
         }
+    }
+    for (name, key) in input_keys.into_iter().filter(|(name, _)| unchanged_inputs.contains(&name.as_str())) {
+        let tensor = tensors.remove(&name).expect("an input's tensor");
+        inputs.keep_tensor(key, tensor);
     }
     // a wall only a piece broke is gate 5's; one the whole batch broke too is said above
     for (tensor, _, failure) in piece_walls.into_iter().filter(|(tensor, wall, _)| !broken.contains(&(tensor.clone(), *wall))) {
@@ -1758,6 +1826,20 @@ fn run_seams(
 
 /// Gate 3's check that nothing was written outside a tensor: its guard bands as they were
 /// allocated, or the nearest written element and how many.
+/// A failure of an input's bands or bytes, where its tensor was kept from an earlier record's
+/// case: that case's check found it unchanged, so a launch since changed it, of this case or
+/// of one in between.
+fn kept_note(failure: Failure, kept: bool) -> Failure {
+    if !kept {
+        return failure;
+    }
+    let message = format!(
+        "{} (its device buffer was kept from an earlier record's case of the same bytes, and found unchanged after that case's launches: a launch since changed it, this case's or one in between)",
+        failure.message
+    );
+    Failure { message, ..failure }
+}
+
 pub(crate) fn guard_check(tensor: &Tensor) -> Result<Option<Failure>, engine::EngineError> {
     let Some(damage) = tensor.guard_damage()? else { return Ok(None) };
     let elements = tensor.elements() as i64;
@@ -1793,19 +1875,52 @@ fn input_check_in_slices(tensor: &Tensor, before: &[u8], slice_bytes: usize) -> 
 
 /// Whether the tensor's bytes at any of `parts` (a byte offset in the tensor, the bytes wanted
 /// there) differ from them, read back `slice_bytes` at a time into the thread's kept buffer.
+/// Past one slice, two halves of it take the slices in turn: one is read on a thread of its
+/// own while the slice before it is compared here (a GPU-only case's input is 16 to 33 slices).
 pub(crate) fn differs_on_device(tensor: &Tensor, parts: &[(usize, &[u8])], slice_bytes: usize) -> Result<bool, engine::EngineError> {
-    let longest = parts.iter().map(|(_, want)| want.len()).max().unwrap_or(0);
-    with_scratch(slice_bytes.min(longest), |slice| {
-        for (at, want) in parts {
-            for (i, want) in want.chunks(slice_bytes).enumerate() {
-                let now = &mut slice[..want.len()];
-                tensor.read_part(at + i * slice_bytes, now)?;
-                if differs(now, want) {
-                    return Ok(true);
+    let slices: Vec<(usize, &[u8])> = parts
+        .iter()
+        .flat_map(|(at, want)| want.chunks(slice_bytes).enumerate().map(move |(i, want)| (at + i * slice_bytes, want)))
+        .collect();
+    let longest = slices.iter().map(|(_, want)| want.len()).max().unwrap_or(0);
+    if slices.len() < 2 {
+        return with_scratch(longest, |now| match slices.first() {
+            Some((at, want)) => tensor.read_part(*at, now).map(|()| differs(now, want)),
+            None => Ok(false),
+        });
+    }
+    with_scratch(2 * longest, |scratch| {
+        let (first, second) = scratch.split_at_mut(longest);
+        let (free, freed) = std::sync::mpsc::channel::<&mut [u8]>();
+        let (send_read, read) = std::sync::mpsc::channel::<&mut [u8]>();
+        free.send(first).and_then(|()| free.send(second)).expect("the receiver is here");
+        let lengths: Vec<(usize, usize)> = slices.iter().map(|(at, want)| (*at, want.len())).collect();
+        std::thread::scope(|scope| {
+            let reader = scope.spawn(move || {
+                for (at, len) in lengths {
+                    // no buffer comes back once a slice differed
+                    let Ok(buffer) = freed.recv() else { break };
+                    let now = &mut buffer[..len];
+                    tensor.read_part(at, now)?;
+                    if send_read.send(now).is_err() {
+                        break;
+                    }
                 }
+                Ok(())
+            });
+            let mut changed = false;
+            for (_, want) in &slices {
+                // none comes once a read failed
+                let Ok(now) = read.recv() else { break };
+                if differs(now, want) {
+                    changed = true;
+                    break;
+                }
+                let _ = free.send(now);
             }
-        }
-        Ok(false)
+            drop((free, read));
+            reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)).map(|()| changed)
+        })
     })
 }
 
@@ -2089,6 +2204,142 @@ mod tests {
         assert!(cache.generate_with_other_types(&contract, "table", large, &key(large, engine::DType::Bf16, None)).is_none());
     }
 
+    /// tf_embed_dense's table over a case of 64 MiB and a small one, in two records of the same
+    /// types, launched on a Rust gather in place of the kernel (the memory backend: a device
+    /// address is a host address).
+    const KEPT_TABLE_CONTRACT: &str = r#"
+op = "tf_embed_dense"
+about = "Rows of a table gathered by token id."
+[tensors]
+table = { role = "input", dtypes = ["f32"], shape = "vocab, k" }
+ids = { role = "input", dtypes = ["i32"], shape = "n" }
+out = { role = "output", dtypes = ["f32"], shape = "n, k" }
+[kernel]
+source = "tf_embed_dense.hip"
+symbol = "tf_embed_dense"
+args = ["table", "dtype(table)", "ids", "int(n)", "int(k)", "out", "dtype(out)"]
+grid = ["ceil_div(n * k, 256)"]
+block = [256]
+[[record]]
+name = "first"
+dtypes = { table = "f32", out = "f32" }
+[[record]]
+name = "second"
+dtypes = { table = "f32", out = "f32" }
+[shapes]
+cases = [{ n = 3, k = 64, vocab = 16 }, { n = 2, k = 4096, vocab = 4097 }]
+[inputs]
+table = "normal(0, 1)"
+ids = "int(0, vocab) | edges"
+[nonfinite]
+policy = "propagate"
+reason = "a gather moves the values"
+[seams]
+axis = "n"
+[reference]
+oracle = "gather_rows"
+tolerance = "exact"
+reason = "a gather copies values"
+[exempt]
+residues = { n = "a test's contract", k = "a test's contract", vocab = "a test's contract" }
+past = { n = "a test's contract", k = "a test's contract" }
+odd_multiple = { k = "a test's contract" }
+"#;
+
+    /// The gather a correct kernel makes, noting the table's address each launch.
+    struct Gather(KernelSource, std::sync::Mutex<Vec<u64>>);
+
+    impl Module for Gather {
+        fn source(&self) -> &KernelSource {
+            &self.0
+        }
+        fn launch_watched(
+            &self,
+            _: &str,
+            _: engine::backend::LaunchDims,
+            _: Schedule,
+            _: &[engine::backend::KernelArg],
+            watched: &[engine::backend::WatchedTensor],
+        ) -> Result<engine::backend::LaunchReport, engine::EngineError> {
+            let find = |name: &str| watched.iter().find(|w| w.name == name).expect("watched");
+            let (table, ids, out) = (find("table"), find("ids"), find("out"));
+            let (n, k) = (ids.bytes as usize / 4, out.bytes as usize / ids.bytes as usize);
+            for i in 0..n {
+                // SAFETY: the memory backend's device addresses are its buffers' host addresses,
+                // alive for the launch; the ids are within the table (the oracle agrees)
+                unsafe {
+                    let id = *(ids.data as *const i32).add(i) as usize;
+                    std::ptr::copy_nonoverlapping((table.data as *const u8).add(id * k * 4), (out.data as *mut u8).add(i * k * 4), k * 4);
+                }
+            }
+            self.1.lock().unwrap().push(table.data);
+            Ok(engine::backend::LaunchReport::default())
+        }
+    }
+
+    #[test]
+    fn a_large_inputs_tensor_serves_the_next_records_case_and_a_change_made_in_between_is_red_there() {
+        let settings = tests_settings();
+        let contract = Contract::parse("contracts/tf_embed_dense.toml", KEPT_TABLE_CONTRACT).unwrap();
+        let source = KernelSource { path: "x.hip".into(), display_path: "x.hip".into(), kernels: vec![], include_dirs: vec![] };
+        let module = Arc::new(Gather(source, Default::default()));
+        let loaded = Loaded {
+            module: Ok(Some(module.clone() as Arc<dyn Module>)),
+            checker: builds::load_checker(&settings, &contract, None, &builds::Built::new()),
+        };
+        let backend = engine::backend::memory::Memory;
+        let gates = [Gate::Nonfinite, Gate::Repeat, Gate::Shapes];
+        let no_modules = builds::Built::new();
+        let context = RunContext {
+            backend: &backend,
+            settings: &settings,
+            gates_run: &gates,
+            reference: None,
+            reference_modules: &no_modules,
+            on_case: None,
+            watcher: None,
+        };
+        let (first, second) = (&contract.records[0], &contract.records[1]);
+        let mut inputs = InputCache::default();
+        inputs.will_run(&contract, &[first, second]);
+        let run = |record: &Record, inputs: &mut InputCache| {
+            let launched = module.1.lock().unwrap().len();
+            let result = run_record(&context, &contract, record, &loaded, None, inputs);
+            (result, module.1.lock().unwrap()[launched..].to_vec())
+        };
+        let (result, _) = run(first, &mut inputs);
+        assert!(matches!(result.outcome, Outcome::Pass), "{:?} {:?}", result.failures, result.error);
+        assert_eq!(inputs.tensors.len(), 1, "the 64 MiB table kept, the small one not");
+        let kept = inputs.tensors.values().next().unwrap().device_address();
+        // the second record's large case launches on the kept tensor, its small one on its own
+        let (result, tables) = run(second, &mut inputs);
+        assert!(matches!(result.outcome, Outcome::Pass), "{:?} {:?}", result.failures, result.error);
+        // (an address alone could be a fresh buffer's at the freed one's place: the change
+        // below, made to the kept tensor, is what shows the next record launching on it)
+        assert_eq!(tables.iter().filter(|t| **t == kept).count(), 3, "the large case's three launches: {tables:x?}");
+        assert_eq!(inputs.tensors.values().next().unwrap().device_address(), kept, "kept again");
+        // one element changed between records, as a stray write of another case's launch would:
+        // red at shapes in the record that takes the tensor, said so, and the tensor dropped
+        let tensor = inputs.tensors.values_mut().next().unwrap();
+        let mut bytes = tensor.read().unwrap();
+        bytes[(7 * 4096 + 2) * 4..][..4].copy_from_slice(&1234.5f32.to_le_bytes());
+        tensor.write(&bytes).unwrap();
+        let (result, _) = run(first, &mut inputs);
+        let failure = result.failures.iter().find(|f| f.gate == Gate::Shapes && f.tensor == "table").expect("the table, red");
+        assert_eq!(failure.case_index, 1);
+        assert!(
+            failure.failure.message.starts_with("input changed: 1 of 16,781,312 elements, first [7, 2]"),
+            "{}",
+            failure.failure.message
+        );
+        assert!(failure.failure.message.contains("kept from an earlier record's case"), "{}", failure.failure.message);
+        assert!(inputs.tensors.is_empty(), "a changed tensor is not kept");
+        // the next record uploads it afresh, and passes
+        let (result, _) = run(second, &mut inputs);
+        assert!(matches!(result.outcome, Outcome::Pass), "{:?} {:?}", result.failures, result.error);
+        assert_eq!(inputs.tensors.len(), 1);
+    }
+
     #[test]
     fn the_scratch_buffer_is_kept_between_checks_and_a_nested_check_gets_its_own() {
         let first = with_scratch(64, |kept| {
@@ -2126,6 +2377,12 @@ mod tests {
         assert!(failure.message.starts_with("input changed: 2 of 40 elements, first [2, 5]"), "{}", failure.message);
         // the whole tensor in one slice says the same
         assert_eq!(input_check_in_slices(&tensor, &before, 1 << 20).unwrap().unwrap().message, failure.message);
+        // a slice that cannot be read back is the check's error, in one slice or in many
+        tensor.write(&before).unwrap();
+        for slice in [12, 1 << 20] {
+            let error = differs_on_device(&tensor, &[(0, &before[..]), (150, &before[..20])], slice).unwrap_err();
+            assert!(error.to_string().contains("reading"), "{error}");
+        }
     }
 
     #[test]
