@@ -190,7 +190,7 @@ impl Backend for HipBackend {
     }
 
     fn device_memory(&self) -> Option<u64> {
-        None
+        self.runtime.device_memory(self.options.device).ok().map(|bytes| bytes as u64)
     }
 
     fn toolchain(&self) -> String {

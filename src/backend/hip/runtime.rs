@@ -126,6 +126,13 @@ impl Runtime {
         Ok(n)
     }
 
+    /// The device's global memory in bytes (hipDeviceTotalMem).
+    pub fn device_memory(&self, device: i32) -> Result<usize, EngineError> {
+        let mut bytes = 0usize;
+        self.check("hipDeviceTotalMem", unsafe { (self.api.hipDeviceTotalMem)(&mut bytes, device) })?;
+        Ok(bytes)
+    }
+
     /// Makes `device` the one every later call of the runtime (on any thread) uses.
     pub fn select(&self, device: i32) -> Result<(), EngineError> {
         *self.device.lock().unwrap_or_else(|p| p.into_inner()) = device;

@@ -66,6 +66,7 @@ api_table! {
         hipRuntimeGetVersion: fn(*mut c_int) -> hipError_t;
         hipGetDeviceCount: fn(*mut c_int) -> hipError_t;
         hipSetDevice: fn(c_int) -> hipError_t;
+        hipDeviceTotalMem: fn(*mut usize, c_int) -> hipError_t;
         hipMalloc: fn(*mut *mut c_void, usize) -> hipError_t;
         hipFree: fn(*mut c_void) -> hipError_t;
         hipMemset: fn(*mut c_void, c_int, usize) -> hipError_t;

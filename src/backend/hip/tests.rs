@@ -164,6 +164,8 @@ fn the_runtime_hiprtc_and_rocblas_paths_run_against_fakes_and_the_workspace_call
     {
         let backend = HipBackend::probe(options(&hip, Some(&blas_lean))).unwrap();
         assert_eq!(backend.arch(), "gfx1201");
+        // the large units' device budget (hipDeviceTotalMem)
+        assert_eq!(backend.device_memory(), Some(16 << 30));
         // no libhiprtc here: hiprtc came from libamdhip64 itself, as on ROCm 5.x
         assert_eq!(backend.compiler().hiprtc().library(), hip.display().to_string());
         let toolchain = backend.toolchain();

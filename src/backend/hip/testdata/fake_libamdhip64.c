@@ -52,6 +52,8 @@ hipError_t hipGetDeviceCount(int* n) { *n = 1; return 0; }
 hipError_t hipDriverGetVersion(int* v) { *v = 60443483; return 0; }
 hipError_t hipRuntimeGetVersion(int* v) { *v = 60443483; return 0; }
 hipError_t hipSetDevice(int d) { return d == 0 ? 0 : 101; }
+/* an RX 9070's 16 GiB */
+hipError_t hipDeviceTotalMem(size_t* bytes, int d) { if (d != 0) return 101; *bytes = (size_t)16 << 30; return 0; }
 hipError_t hipGetDevicePropertiesR0600(void* prop, int d) {
   if (d != 0) return 101;
   memset(prop, 0, 1472);
