@@ -1875,52 +1875,21 @@ fn input_check_in_slices(tensor: &Tensor, before: &[u8], slice_bytes: usize) -> 
 
 /// Whether the tensor's bytes at any of `parts` (a byte offset in the tensor, the bytes wanted
 /// there) differ from them, read back `slice_bytes` at a time into the thread's kept buffer.
-/// Past one slice, two halves of it take the slices in turn: one is read on a thread of its
-/// own while the slice before it is compared here (a GPU-only case's input is 16 to 33 slices).
+/// (Each slice read on a thread of its own while the one before it was compared measured no
+/// faster on an H100: the device's copy back is the bound, reports/sm_90/speed-88ab28a.)
 pub(crate) fn differs_on_device(tensor: &Tensor, parts: &[(usize, &[u8])], slice_bytes: usize) -> Result<bool, engine::EngineError> {
-    let slices: Vec<(usize, &[u8])> = parts
-        .iter()
-        .flat_map(|(at, want)| want.chunks(slice_bytes).enumerate().map(move |(i, want)| (at + i * slice_bytes, want)))
-        .collect();
-    let longest = slices.iter().map(|(_, want)| want.len()).max().unwrap_or(0);
-    if slices.len() < 2 {
-        return with_scratch(longest, |now| match slices.first() {
-            Some((at, want)) => tensor.read_part(*at, now).map(|()| differs(now, want)),
-            None => Ok(false),
-        });
-    }
-    with_scratch(2 * longest, |scratch| {
-        let (first, second) = scratch.split_at_mut(longest);
-        let (free, freed) = std::sync::mpsc::channel::<&mut [u8]>();
-        let (send_read, read) = std::sync::mpsc::channel::<&mut [u8]>();
-        free.send(first).and_then(|()| free.send(second)).expect("the receiver is here");
-        let lengths: Vec<(usize, usize)> = slices.iter().map(|(at, want)| (*at, want.len())).collect();
-        std::thread::scope(|scope| {
-            let reader = scope.spawn(move || {
-                for (at, len) in lengths {
-                    // no buffer comes back once a slice differed
-                    let Ok(buffer) = freed.recv() else { break };
-                    let now = &mut buffer[..len];
-                    tensor.read_part(at, now)?;
-                    if send_read.send(now).is_err() {
-                        break;
-                    }
-                }
-                Ok(())
-            });
-            let mut changed = false;
-            for (_, want) in &slices {
-                // none comes once a read failed
-                let Ok(now) = read.recv() else { break };
+    let longest = parts.iter().map(|(_, want)| want.len()).max().unwrap_or(0);
+    with_scratch(slice_bytes.min(longest), |slice| {
+        for (at, want) in parts {
+            for (i, want) in want.chunks(slice_bytes).enumerate() {
+                let now = &mut slice[..want.len()];
+                tensor.read_part(at + i * slice_bytes, now)?;
                 if differs(now, want) {
-                    changed = true;
-                    break;
+                    return Ok(true);
                 }
-                let _ = free.send(now);
             }
-            drop((free, read));
-            reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)).map(|()| changed)
-        })
+        }
+        Ok(false)
     })
 }
 
