@@ -1824,8 +1824,6 @@ fn run_seams(
     crate::seams::run(&batch, tensors, &plans, phases)
 }
 
-/// Gate 3's check that nothing was written outside a tensor: its guard bands as they were
-/// allocated, or the nearest written element and how many.
 /// A failure of an input's bands or bytes, where its tensor was kept from an earlier record's
 /// case: that case's check found it unchanged, so a launch since changed it, of this case or
 /// of one in between.
@@ -1840,6 +1838,8 @@ fn kept_note(failure: Failure, kept: bool) -> Failure {
     Failure { message, ..failure }
 }
 
+/// Gate 3's check that nothing was written outside a tensor: its guard bands as they were
+/// allocated, or the nearest written element and how many.
 pub(crate) fn guard_check(tensor: &Tensor) -> Result<Option<Failure>, engine::EngineError> {
     let Some(damage) = tensor.guard_damage()? else { return Ok(None) };
     let elements = tensor.elements() as i64;
