@@ -32,6 +32,13 @@ fn next_guard_id() -> u8 {
     (NEXT_GUARD.fetch_add(1, Ordering::Relaxed) % GUARD_IDS as u32) as u8 + 1
 }
 
+/// Guard ids start again from the first. Called where no tensor is alive (a job's start, each
+/// contract and control of a run in one process), so that the patterns a record's tensors get,
+/// and what a kernel reading past one sees, do not hang on what ran before it in the process.
+pub fn restart_guard_ids() {
+    NEXT_GUARD.store(0, Ordering::Relaxed);
+}
+
 /// Where a guard band was overwritten.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GuardDamage {

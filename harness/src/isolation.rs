@@ -16,10 +16,14 @@
 //!   were before its first job (`sandbox::ProcessState`), and no library it loaded runs code
 //!   of its own at exit (a destructor, an atexit handler: the process must end to show how
 //!   that ends, so it ends after that job and its exit is judged as a child's always was);
-//! - a control, the least trusted job there is (planted to misbehave), runs in a process of
-//!   its own that serves nothing else, before or after: what it does to memory no picture of
-//!   the process can see, and a control whose verdict hung on an earlier job's leftovers
-//!   would prove nothing;
+//! - a control (planted to misbehave) runs in a worker that serves only controls, on the same
+//!   terms: no record runs after a planted kernel, and no control meets a record job's
+//!   leftovers. On a GPU each process opens a device context, which the driver makes one
+//!   after another (about 0.2 s each on an H100, opened and closed): a process per control was
+//!   10 s of a whole run;
+//! - a job whose kernel stored where the run saw it must not (a guard band, an input, past a
+//!   tensor or a `__shared__` array, misaligned) ends its process: such a store may have
+//!   landed where nothing looks too;
 //! - anything that faults, times out, errors or breaks the protocol ends its process, and
 //!   what is left runs in a fresh one.
 //!
@@ -231,6 +235,9 @@ pub struct WorkerState {
     first: Option<ProcessState>,
     /// The folder it may write in (a host worker's temporary folder).
     temp: Option<PathBuf>,
+    /// Why the last job leaves the process unfit for another: a kernel of it stored where the
+    /// run could see it must not, and may have stored where nothing can see.
+    unfit: Option<String>,
 }
 
 /// A child's life: its jobs, one line of standard input each, until the input ends. The
@@ -270,6 +277,9 @@ pub fn serve_worker(
 fn job_end(state: &mut WorkerState, before: &BTreeSet<PathBuf>, host: bool) -> JobEnd {
     let cpu_left = sandbox::cpu_seconds_left();
     let mut refused = || -> Option<String> {
+        if let Some(why) = state.unfit.take() {
+            return Some(why);
+        }
         if !state.sandboxed {
             return Some("it never applied its limits".into());
         }
@@ -424,8 +434,9 @@ pub fn serve(
         on_case: Some(&on_case),
         watcher: Some(&watcher),
     };
-    // each job its own inputs: nothing of an earlier job's reaches a later one's
+    // each job its own inputs and guard patterns: nothing of an earlier job's reaches a later one's
     let mut inputs = InputCache::default();
+    engine::tensor::restart_guard_ids();
     inputs.will_run(&contract, &chosen);
     channel.lock().unwrap().send(&ChildMessage::Ready)?;
     for (i, record) in chosen.into_iter().enumerate() {
@@ -436,6 +447,9 @@ pub fn serve(
             return channel.lock().unwrap().fatal(&format!("its CPU time limit could not be moved on: {}", runner::error_chain(&e)));
         }
         let result = runner::run_record(&context, &contract, record, &loaded, control.as_ref(), &mut inputs);
+        if result.wrote_outside_its_tensors() && worker.unfit.is_none() {
+            worker.unfit = Some(format!("{} ({}): a kernel of it stored outside its tensors", result.op, result.record));
+        }
         let stop = result.error.is_some() || (settings.fail_fast && result.red());
         channel.lock().unwrap().send(&ChildMessage::Result(Box::new(result)))?;
         if stop {
@@ -618,9 +632,8 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                             let keys: HashSet<SourceKey> = sources.iter().map(builds::key).collect();
                             // a sandboxed worker cannot write the cache: only a job whose every
                             // build is there already may run in one
-                            let poolable = control.is_none()
-                                && !matches!(contract.reference, crate::contract::Reference::Cpp(_))
-                                && keys.iter().all(|k| built.contains(k));
+                            let poolable =
+                                !matches!(contract.reference, crate::contract::Reference::Cpp(_)) && keys.iter().all(|k| built.contains(k));
                             let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell, keys, poolable };
                             let _held = (footprints[index] != Bytes::default()).then(|| memory.hold(footprints[index]));
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
@@ -668,6 +681,8 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     });
     report.timing.run_seconds = run_started.elapsed().as_secs_f64();
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    // a run is its process's only one: every child it started, the build's and spares' too
+    report.timing.processes = PROCESSES_STARTED.load(std::sync::atomic::Ordering::Relaxed);
     on_event(&Event::Finished(&report));
     report
 }
@@ -833,11 +848,14 @@ struct PoolWorker {
     loaded: HashSet<SourceKey>,
     /// CPU seconds its hard limit leaves.
     cpu_left: u64,
+    /// It served controls, and serves only controls: a record never runs after a kernel
+    /// planted to misbehave, and a control never meets a record's leftovers.
+    controls: bool,
 }
 
 impl PoolWorker {
     fn can_take(&self, unit: &Unit, plan_cpu: u64) -> bool {
-        unit.poolable && self.loaded.is_disjoint(&unit.keys) && self.cpu_left >= plan_cpu
+        unit.poolable && self.controls == unit.control.is_some() && self.loaded.is_disjoint(&unit.keys) && self.cpu_left >= plan_cpu
     }
 
     /// Ends an idle worker. Nothing it loaded runs code at exit, and every result it gave is
@@ -849,6 +867,12 @@ impl PoolWorker {
 }
 
 impl Unit<'_> {
+    /// Whether its process surely ends with it: no worker may take it, or it is a control
+    /// planted to crash, hang, exit or lose its device.
+    fn ends_its_process(&self) -> bool {
+        !self.poolable || self.control.is_some_and(|c| matches!(c.planted, crate::gate::Planted::Fault(_)))
+    }
+
     fn failed(&self, record: &Record, fault: Option<Fault>, error: String, seconds: f64) -> RecordResult {
         runner::faulted_result(self.contract, record, self.control, &self.info.gates_run, &self.info.arch, (fault, error), seconds)
     }
@@ -911,11 +935,6 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                     Some(spare) => Ok(spare),
                     None => start_fresh(unit.command, &label),
                 };
-                // a control is likely followed by another (they come last, and each takes a
-                // fresh process): the next one's process starts while this one runs
-                if !unit.poolable && more() {
-                    slot.spare = start_fresh(unit.command, "spare").ok();
-                }
                 match fresh {
                     Ok(child) => (child, HashSet::new()),
                     Err(why) => {
@@ -927,6 +946,12 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                 }
             }
         };
+        // a job whose process will end (a control planted to fault, or one no worker may take)
+        // is likely followed by another (controls come last): the next one's process starts
+        // while this one runs
+        if slot.spare.is_none() && unit.ends_its_process() && more() {
+            slot.spare = start_fresh(unit.command, "spare").ok();
+        }
         let temp = child.temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default();
         if let Err(e) = child.send(unit.job(&remaining), Some(plan_in(&temp))) {
             child.kill();
@@ -938,7 +963,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
             return;
         }
         if !unit.poolable {
-            // a control's process serves it alone
+            // a job no worker may take ends its process
             child.close_input();
         }
         loaded.extend(unit.keys.iter().cloned());
@@ -1022,7 +1047,8 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                 }
                 let red = pending.iter().any(RecordResult::red);
                 pending.into_iter().for_each(&mut *emit);
-                if let Some(idle) = slot.idle.replace(PoolWorker { child, loaded, cpu_left: end.cpu_left }) {
+                let controls = unit.control.is_some();
+                if let Some(idle) = slot.idle.replace(PoolWorker { child, loaded, cpu_left: end.cpu_left, controls }) {
                     idle.retire();
                 }
                 if red && unit.settings.fail_fast {
@@ -1291,9 +1317,14 @@ enum StartError {
     Process(#[from] ProcessError),
 }
 
+/// Child processes this process started: a run's figure (each opens a device context, which
+/// on an H100 costs about 0.2 s of the driver's time, one context after another).
+static PROCESSES_STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 impl Supervised {
     /// A child waiting for its first job, with `temp` as its temporary folder (its TMPDIR).
     fn start(command: &ChildCommand, label: &str, temp: Option<TempFolder>) -> Result<Supervised, StartError> {
+        PROCESSES_STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (read_end, write_end) = pipe().map_err(StartError::Channel)?;
         let mut process = Command::new(&command.program);
         if let Some(temp) = &temp {
@@ -1642,12 +1673,15 @@ mod tests {
                 rows: 3,
                 rows_differing: [("out".to_string(), 2)].into(),
             }],
+            wrote_outside: true,
         });
         let token = random_token().unwrap();
         let line = encode(&token, &ChildMessage::Result(Box::new(result.clone()))).unwrap();
         assert!(line.ends_with(b"\n") && !line[..line.len() - 1].contains(&b'\n'));
         let Some(ChildMessage::Result(back)) = decode(&token, line.trim_ascii_end()) else { panic!("not a result") };
         assert_eq!(back.cases[0].seeds["a"], u64::MAX);
+        // what a case wrote outside its tensors is its own process's to judge, and not sent
+        assert!(result.wrote_outside_its_tensors() && !back.wrote_outside_its_tensors());
         assert!(back.cases[0].outputs["out"].max_abs_error.is_nan());
         assert_eq!(
             (back.fault, back.error.as_deref(), back.outcome),

@@ -107,6 +107,7 @@ pub fn merge(reports: Vec<(PathBuf, ReportFile)>) -> Result<RunReport, MergeErro
         timing.run_seconds += r.timing.run_seconds;
         timing.total_seconds += r.timing.total_seconds;
         timing.modules_built += r.timing.modules_built;
+        timing.processes += r.timing.processes;
     }
     let interrupted = reports.iter().find_map(|(_, r)| r.interrupted.clone());
     let controls_not_applicable = dedup(reports.iter().flat_map(|(_, r)| r.controls_not_applicable.iter().cloned()));

@@ -72,8 +72,13 @@ const HEADINGS: [&str; 7] = ["start-up", "inputs", "upload", "launches", "downlo
 /// (the slowest first, at most `rows`), each split into its phases; `other` is what the
 /// phases do not hold (live limits, the results' way back).
 pub fn timings_table(run: &RunReport, rows: usize) -> Vec<String> {
+    let processes = match run.timing.processes {
+        0 => String::new(),
+        1 => ", 1 process started".to_string(),
+        n => format!(", {} processes started", crate::format::count(n)),
+    };
     let mut lines = vec![format!(
-        "timings: {:.2} s in all, kernel builds {:.2} s ({} modules), records and controls {:.2} s",
+        "timings: {:.2} s in all, kernel builds {:.2} s ({} modules), records and controls {:.2} s{processes}",
         run.timing.total_seconds, run.timing.build_seconds, run.timing.modules_built, run.timing.run_seconds
     )];
     let mut results: Vec<_> = run.records.iter().chain(&run.controls).collect();

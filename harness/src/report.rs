@@ -393,6 +393,7 @@ mod tests {
             cross_backend: None,
             phases: Default::default(),
             seams: Vec::new(),
+            wrote_outside: false,
         }
     }
 

@@ -261,6 +261,11 @@ pub struct CaseReport {
     /// the whole batch's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seams: Vec<crate::seams::SeamCheck>,
+    /// A launch of the case stored where the run could see it must not: a guard band, an
+    /// input, or (host) past a tensor or a `__shared__` array, or misaligned. Read by the
+    /// process that ran it (its worker serves no later job), not sent on.
+    #[serde(skip)]
+    pub wrote_outside: bool,
 }
 
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -334,6 +339,12 @@ impl RecordResult {
     pub fn failed(&self, gate: Gate) -> bool {
         self.failures.iter().any(|f| f.gate == gate)
     }
+
+    /// Whether a launch of any case, planted or not, stored where the run could see it must
+    /// not (`CaseReport::wrote_outside`): known only in the process that ran it.
+    pub fn wrote_outside_its_tensors(&self) -> bool {
+        self.cases.iter().chain(&self.nonfinite_cases).any(|case| case.wrote_outside)
+    }
 }
 
 pub enum Event<'a> {
@@ -386,6 +397,10 @@ pub struct Timing {
     pub run_seconds: f64,
     pub total_seconds: f64,
     pub modules_built: usize,
+    /// Child processes the run started (0 in one process): on a GPU each opens a device
+    /// context, which the driver makes one after another.
+    #[serde(default)]
+    pub processes: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -917,10 +932,12 @@ impl InputCache {
         }
     }
 
-    /// Frees the kept device tensors: a job's records end, or another kernel (a control's, in
-    /// one process) is about to run.
+    /// Frees the kept device tensors, and the guard ids start again (no tensor of the run is
+    /// alive): a job's records end, or another kernel (a control's, in one process) is about
+    /// to run.
     pub(crate) fn release_tensors(&mut self) {
         self.tensors.clear();
+        engine::tensor::restart_guard_ids();
     }
 
     /// The outputs an oracle gave on these inputs and case, where the parameters it read then
@@ -1582,6 +1599,7 @@ fn run_case(
         cross_backend: None,
         phases: Phases::default(),
         seams: Vec::new(),
+        wrote_outside: false,
     };
     for launch in 0..repeats {
         for name in &outputs {
@@ -1695,6 +1713,7 @@ fn run_case(
         }
         lap.take();
     }
+    report.wrote_outside = memory.keys().any(|kind| kind.may_have_written_outside());
     for finding in memory.into_values() {
         let failure = Failure { count: finding.count as usize, total: finding.count as usize, first: None, message: finding.message };
         failures.push((gate_of(finding.kind), finding.subject, failure));
@@ -1777,6 +1796,7 @@ fn run_case(
         let tensor = tensors.remove(&name).expect("an input's tensor");
         inputs.keep_tensor(key, tensor);
     }
+    report.wrote_outside |= !broken.is_empty() || !piece_walls.is_empty();
     // a wall only a piece broke is gate 5's; one the whole batch broke too is said above
     for (tensor, _, failure) in piece_walls.into_iter().filter(|(tensor, wall, _)| !broken.contains(&(tensor.clone(), *wall))) {
         failures.push((Gate::Seams, tensor, failure));

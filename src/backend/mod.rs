@@ -179,6 +179,22 @@ pub enum MemoryFindingKind {
     Misaligned,
 }
 
+impl MemoryFindingKind {
+    /// Whether the access may have stored where its kernel had no business: past a tensor,
+    /// into an input, past a `__shared__` array (the host keeps those beside its runtime's own
+    /// data), or misaligned (a load or a store). A process whose kernel did so is not trusted
+    /// with a later job.
+    pub fn may_have_written_outside(self) -> bool {
+        matches!(
+            self,
+            MemoryFindingKind::OutOfBoundsWrite
+                | MemoryFindingKind::InputWrite
+                | MemoryFindingKind::SharedOutOfBounds
+                | MemoryFindingKind::Misaligned
+        )
+    }
+}
+
 /// One kind of wrong access: the first one seen, in words (tensor or array, element, source
 /// line, block and thread), and how many accesses of that kind the launch made.
 #[derive(Clone, Debug, PartialEq, Eq)]
