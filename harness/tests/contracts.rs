@@ -633,22 +633,27 @@ fn timings_split_each_records_time_into_phases_in_the_table_and_the_report() {
 /// worker serves no control), `rms_lone_row_pairs_overrun` (the same process; it stores past a
 /// piece's row, so the process ends after it), then the other four in one more process. With
 /// the build's process and the records' worker: 4 processes, where a process a control was
-/// 8, and 2 without the controls.
+/// 8, and 2 without the controls. A kernel cache of its own: a worker whose cache lookup
+/// misses cannot build in its sandbox and declines the job, and the tests' shared cache is
+/// being written by the others.
 #[test]
 fn controls_share_a_worker_of_their_own_until_one_stores_outside_its_tensors() {
     let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
     let processes = |flags: &[&str]| {
         let report = dir.path().join("r.json");
-        let mut args = vec!["--only", "tf_rms", "--jobs", "1", "--report", report.to_str().unwrap()];
+        let mut args = vec!["--only", "tf_rms", "--jobs", "1", "--timings", "--report", report.to_str().unwrap()];
+        args.extend_from_slice(&["--cache-dir", cache.to_str().unwrap()]);
         args.extend_from_slice(flags);
         let (code, lines, stderr) = contracts(&args);
         assert_eq!(code, 0, "{lines:?}\n{stderr}");
         let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-        (json["timing"]["processes"].as_u64().unwrap(), json["summary_line"].as_str().unwrap().to_string())
+        let summary = json["summary_line"].as_str().unwrap().to_string();
+        (json["timing"]["processes"].as_u64().unwrap(), summary, lines.join("\n"))
     };
-    let (with_controls, summary) = processes(&[]);
-    assert!(summary.ends_with("6 controls: 6 red as planted, 0 missed; 0 limit problems"), "{summary}");
-    assert_eq!(with_controls, 4, "{summary}");
+    let (with_controls, summary, output) = processes(&[]);
+    assert!(summary.ends_with("6 controls: 6 red as planted, 0 missed; 0 limit problems"), "{output}");
+    assert_eq!(with_controls, 4, "{output}");
     assert_eq!(processes(&["--no-controls"]).0, 2);
 }
 
