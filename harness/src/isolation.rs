@@ -447,10 +447,13 @@ pub fn serve(
             return channel.lock().unwrap().fatal(&format!("its CPU time limit could not be moved on: {}", runner::error_chain(&e)));
         }
         let result = runner::run_record(&context, &contract, record, &loaded, control.as_ref(), &mut inputs);
-        if result.wrote_outside_its_tensors() && worker.unfit.is_none() {
+        // a store outside its tensors may have landed in this process: the job's later
+        // records run in a fresh one, and this process serves nothing more
+        let wrote_outside = result.wrote_outside_its_tensors();
+        if wrote_outside {
             worker.unfit = Some(format!("{} ({}): a kernel of it stored outside its tensors", result.op, result.record));
         }
-        let stop = result.error.is_some() || (settings.fail_fast && result.red());
+        let stop = result.error.is_some() || wrote_outside || (settings.fail_fast && result.red());
         channel.lock().unwrap().send(&ChildMessage::Result(Box::new(result)))?;
         if stop {
             break;
@@ -970,7 +973,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
         let mut pending: Vec<RecordResult> = Vec::new();
         let mut item_started = handed;
         let mut case: Option<String> = None;
-        let mut stopped_on_error = false;
+        let mut stopped_early = false;
         let mut fatal: Option<String> = None;
         let mut startup: Option<f64> = None;
         let ending = loop {
@@ -987,7 +990,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                 Received::Message(ChildMessage::Done(end)) => {
                     let clean = child.stdin.is_some()
                         && remaining.is_empty()
-                        && !stopped_on_error
+                        && !stopped_early
                         && fatal.is_none()
                         && child.foreign == 0
                         && end.refused.is_none()
@@ -1024,7 +1027,9 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                     }
                     result.notes.extend(child.take_note());
                     remaining.pop_front();
-                    stopped_on_error = result.error.is_some() || (unit.settings.fail_fast && result.red());
+                    // the child stops after such a record, and the rest run in a fresh process
+                    stopped_early =
+                        result.error.is_some() || result.wrote_outside_its_tensors() || (unit.settings.fail_fast && result.red());
                     pending.push(result);
                     item_started = Instant::now();
                     case = None;
@@ -1095,7 +1100,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
             }
             (Ending::Protocol(why), _) => why.map(|why| (None, why)),
             (Ending::Kept(_) | Ending::Refused, _) => unreachable!("a kept or declining worker was dealt with above"),
-            (Ending::Exited, Ok(status)) if status.success() && (at_exit || stopped_on_error) => None,
+            (Ending::Exited, Ok(status)) if status.success() && (at_exit || stopped_early) => None,
             (Ending::Exited, Ok(status)) => {
                 let (fault, cause) = end_cause(status);
                 let cause = if at_exit {
@@ -1680,8 +1685,8 @@ mod tests {
         assert!(line.ends_with(b"\n") && !line[..line.len() - 1].contains(&b'\n'));
         let Some(ChildMessage::Result(back)) = decode(&token, line.trim_ascii_end()) else { panic!("not a result") };
         assert_eq!(back.cases[0].seeds["a"], u64::MAX);
-        // what a case wrote outside its tensors is its own process's to judge, and not sent
-        assert!(result.wrote_outside_its_tensors() && !back.wrote_outside_its_tensors());
+        // what a case wrote outside its tensors crosses too: the parent takes its process's stop
+        assert!(result.wrote_outside_its_tensors() && back.wrote_outside_its_tensors());
         assert!(back.cases[0].outputs["out"].max_abs_error.is_nan());
         assert_eq!(
             (back.fault, back.error.as_deref(), back.outcome),

@@ -262,9 +262,9 @@ pub struct CaseReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seams: Vec<crate::seams::SeamCheck>,
     /// A launch of the case stored where the run could see it must not: a guard band, an
-    /// input, or (host) past a tensor or a `__shared__` array, or misaligned. Read by the
-    /// process that ran it (its worker serves no later job), not sent on.
-    #[serde(skip)]
+    /// input, or (host) past a tensor or a `__shared__` array, or misaligned. Its process
+    /// serves nothing after this record: such a store may have landed where nothing looks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wrote_outside: bool,
 }
 
@@ -341,7 +341,7 @@ impl RecordResult {
     }
 
     /// Whether a launch of any case, planted or not, stored where the run could see it must
-    /// not (`CaseReport::wrote_outside`): known only in the process that ran it.
+    /// not (`CaseReport::wrote_outside`).
     pub fn wrote_outside_its_tensors(&self) -> bool {
         self.cases.iter().chain(&self.nonfinite_cases).any(|case| case.wrote_outside)
     }
