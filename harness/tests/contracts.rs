@@ -633,9 +633,10 @@ fn timings_split_each_records_time_into_phases_in_the_table_and_the_report() {
 /// worker serves no control), `rms_lone_row_pairs_overrun` (the same process; it stores past a
 /// piece's row, so the process ends after it), then the other four in one more process. With
 /// the build's process and the records' worker: 4 processes, where a process a control was
-/// 8, and 2 without the controls. A kernel cache of its own: a worker whose cache lookup
-/// misses cannot build in its sandbox and declines the job, and the tests' shared cache is
-/// being written by the others.
+/// 8, and 2 without the controls. A kernel cache of its own: on the tests' shared cache,
+/// which the other tests fill at the same time, a clean-clone run once started a fifth
+/// process (a worker declined a job or was not kept; seen only with a cache shared by two
+/// runs at once, cause not found).
 #[test]
 fn controls_share_a_worker_of_their_own_until_one_stores_outside_its_tensors() {
     let dir = tempfile::tempdir().unwrap();
