@@ -235,9 +235,6 @@ pub struct WorkerState {
     first: Option<ProcessState>,
     /// The folder it may write in (a host worker's temporary folder).
     temp: Option<PathBuf>,
-    /// Why the last job leaves the process unfit for another: a kernel of it stored where the
-    /// run could see it must not, and may have stored where nothing can see.
-    unfit: Option<String>,
 }
 
 /// A child's life: its jobs, one line of standard input each, until the input ends. The
@@ -277,9 +274,6 @@ pub fn serve_worker(
 fn job_end(state: &mut WorkerState, before: &BTreeSet<PathBuf>, host: bool) -> JobEnd {
     let cpu_left = sandbox::cpu_seconds_left();
     let mut refused = || -> Option<String> {
-        if let Some(why) = state.unfit.take() {
-            return Some(why);
-        }
         if !state.sandboxed {
             return Some("it never applied its limits".into());
         }
@@ -448,12 +442,8 @@ pub fn serve(
         }
         let result = runner::run_record(&context, &contract, record, &loaded, control.as_ref(), &mut inputs);
         // a store outside its tensors may have landed in this process: the job's later
-        // records run in a fresh one, and this process serves nothing more
-        let wrote_outside = result.wrote_outside_its_tensors();
-        if wrote_outside {
-            worker.unfit = Some(format!("{} ({}): a kernel of it stored outside its tensors", result.op, result.record));
-        }
-        let stop = result.error.is_some() || wrote_outside || (settings.fail_fast && result.red());
+        // records run in a fresh one, and the parent keeps this process for nothing more
+        let stop = result.error.is_some() || result.wrote_outside_its_tensors() || (settings.fail_fast && result.red());
         channel.lock().unwrap().send(&ChildMessage::Result(Box::new(result)))?;
         if stop {
             break;
