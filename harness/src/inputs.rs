@@ -7,6 +7,7 @@ use engine::DType;
 use engine::shape_expr::{Expr, Symbols};
 use rayon::prelude::*;
 
+pub mod device;
 mod nonfinite;
 mod specials;
 
@@ -220,8 +221,24 @@ impl InputSpec {
 
     /// The bytes of a tensor of `dtype` and `shape` from `seed`.
     pub fn generate(&self, dtype: DType, shape: &[usize], seed: u64, symbols: &Symbols) -> Result<Vec<u8>, String> {
+        self.generate_on(None, dtype, shape, seed, symbols)
+    }
+
+    /// `generate`'s bytes, the generator's values drawn on `device` where it takes them (a
+    /// large tensor on a GPU), the modifiers applied on the host as ever.
+    pub fn generate_on(
+        &self,
+        device: Option<&device::DeviceDraw>,
+        dtype: DType,
+        shape: &[usize],
+        seed: u64,
+        symbols: &Symbols,
+    ) -> Result<Vec<u8>, String> {
         let elements: usize = shape.iter().product();
-        let mut bytes = self.generator.generate(dtype, elements, seed, symbols)?;
+        let mut bytes = match device.and_then(|device| device.generate(&self.generator, dtype, elements, seed, symbols)) {
+            Some(drawn) => drawn?,
+            None => self.generator.generate(dtype, elements, seed, symbols)?,
+        };
         self.modify(dtype, shape, seed, symbols, &mut bytes)?;
         Ok(bytes)
     }
@@ -656,6 +673,16 @@ impl Generator {
             Generator::Normal { .. } => 12,
             Generator::Constant(_) => 0,
             Generator::Uniform { .. } | Generator::Int { .. } => 1,
+        }
+    }
+
+    /// The value `generate` makes at `element`, alone (the stream is a counter: any place in
+    /// it is one multiply away), to compare a tensor drawn elsewhere with.
+    fn value_at(&self, seed: u64, element: usize, bounds: (i64, i64)) -> f64 {
+        let mut stream = SeededStream::at(seed, element as u64 * self.draws_per_value());
+        match self {
+            Generator::Normal { mean, std } => mean + std * stream.next_normal(),
+            _ => self.next_value(&mut stream, bounds),
         }
     }
 

@@ -21,6 +21,7 @@ pub use crate::events::{CaseData, CaseDone, CaseWatcher, TensorData};
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
+use crate::inputs::device::DeviceDraw;
 use crate::inputs::{Planting, Sites, tensor_seed};
 use crate::limits::{self, LimitsReport};
 use crate::oracle::InputValues;
@@ -996,12 +997,13 @@ pub(crate) fn generate_input(
     case: &Case,
     seed: u64,
     inputs: Inputs,
+    device: Option<&DeviceDraw>,
 ) -> Result<Vec<u8>, String> {
     let dtype = record.dtypes[tensor];
     let spec = input_spec(contract, record, tensor);
     let key =
         if record.inputs.contains_key(tensor) { format!("record `{}` inputs.{tensor}", record.name) } else { format!("inputs.{tensor}") };
-    let mut bytes = spec.generate(dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("{key}: {e}"))?;
+    let mut bytes = spec.generate_on(device, dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("{key}: {e}"))?;
     plant_input(contract, record, (tensor, seed), case, inputs, &mut bytes);
     Ok(bytes)
 }
@@ -1496,6 +1498,7 @@ fn run_case(
     let mut seeds = BTreeMap::new();
     // inputs launched on in a tensor an earlier record's case left unchanged (`take_tensor`)
     let mut kept_inputs: Vec<&str> = Vec::new();
+    let device = DeviceDraw::on(backend, &settings.cache_dir);
     for spec in op.tensors {
         let dtype = record.dtypes[spec.name];
         let shape = &case.shapes[spec.name];
@@ -1516,9 +1519,11 @@ fn run_case(
                             plant_input(contract, record, (spec.name, seed), case, variant, &mut bytes);
                             bytes
                         }
-                        None => match inputs.generate_with_other_types(contract, spec.name, case, &key) {
+                        // a device draws each type of a large input in milliseconds: one at a time
+                        None => match device.is_none().then(|| inputs.generate_with_other_types(contract, spec.name, case, &key)).flatten()
+                        {
                             Some(made) => made?,
-                            None => generate_input(contract, record, spec.name, case, seed, variant)?,
+                            None => generate_input(contract, record, spec.name, case, seed, variant, device.as_ref())?,
                         },
                     };
                     let bytes = Arc::new(bytes);

@@ -77,7 +77,7 @@ fn oracle_magnitudes(contract: &Contract, record: &Record, seed: u64, inputs: &m
                 Entry::Occupied(kept) => kept.get().clone(),
                 Entry::Vacant(slot) => {
                     let tensor_seed = tensor_seed(seed, op.name, spec.name, index);
-                    let bytes = generate_input(contract, record, spec.name, case, tensor_seed, Inputs::AsGenerated)?;
+                    let bytes = generate_input(contract, record, spec.name, case, tensor_seed, Inputs::AsGenerated, None)?;
                     slot.insert(Arc::new(bytes.chunks(dtype.size()).map(|c| dtype.decode(c)).collect())).clone()
                 }
             };

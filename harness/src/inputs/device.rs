@@ -1,0 +1,293 @@
+//! Large inputs drawn on a GPU by a kernel of the harness (`draw.hip`) instead of on the
+//! host's cores: a GPU-only case's 2 to 2.2 G normals took 5 to 10 s of a 16-core host, the
+//! device makes them in milliseconds. The bytes come back to the host as the input's host copy
+//! (the oracle's and gate 3's), and each tensor drawn so is compared with the host's own
+//! generator at about 140,000 elements (both ends, an even spread, seeded places) before it is
+//! used: a device that draws otherwise is an error of the record, never other inputs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use engine::DType;
+use engine::backend::{Backend, KernelArg, KernelSource, LaunchDims, Module, Schedule};
+use engine::shape_expr::Symbols;
+
+use super::{Generator, SeededStream};
+
+/// A generator's tensor of this many bytes or more is drawn on the device.
+pub const DRAWN_ON_DEVICE_BYTES: usize = 64 << 20;
+
+/// The kernel's source, built by the backend's own compiler like any kernel's.
+const SOURCE: &str = include_str!("draw.hip");
+const KERNEL: &str = "kc_draw";
+const BLOCK_THREADS: u32 = 256;
+/// Blocks of a launch; each thread steps through the tensor by the grid's threads.
+const MOST_BLOCKS: u64 = 16_384;
+
+/// Elements compared at each end, spread evenly, and at seeded places.
+const ENDS_CHECKED: usize = 4096;
+const SPREAD_CHECKED: usize = 65_536;
+const SEEDED_CHECKED: usize = 65_536;
+
+/// The device's drawing of inputs, for one backend and its build cache.
+pub struct DeviceDraw<'a> {
+    backend: &'a dyn Backend,
+    cache_dir: &'a Path,
+}
+
+impl<'a> DeviceDraw<'a> {
+    /// The drawing on `backend`'s device where it is a GPU's (`cuda`, `hip`); none on the
+    /// host backend, whose device is the host's cores.
+    pub fn on(backend: &'a dyn Backend, cache_dir: &'a Path) -> Option<DeviceDraw<'a>> {
+        matches!(backend.name(), "cuda" | "hip").then_some(DeviceDraw { backend, cache_dir })
+    }
+
+    /// The same on any backend (the host's included): tests run the kernel on the host backend.
+    #[cfg(test)]
+    fn anywhere(backend: &'a dyn Backend, cache_dir: &'a Path) -> DeviceDraw<'a> {
+        DeviceDraw { backend, cache_dir }
+    }
+
+    /// Whether `generate` would draw `elements` of `dtype` from `generator` here.
+    pub fn takes(generator: &Generator, dtype: DType, elements: usize) -> bool {
+        let drawable = match generator {
+            Generator::Normal { mean, std } => mean.is_finite() && std.is_finite(),
+            Generator::Uniform { low, high } => (high - low).is_finite(),
+            Generator::Int { .. } => true,
+            Generator::Constant(_) => false,
+        };
+        drawable && elements.saturating_mul(dtype.size()) >= DRAWN_ON_DEVICE_BYTES
+    }
+
+    /// `generator.generate(dtype, elements, seed, symbols)`'s bytes, drawn on the device and
+    /// checked against the host's generator at sampled elements; `None` where it does not
+    /// draw them (`takes`).
+    pub fn generate(
+        &self,
+        generator: &Generator,
+        dtype: DType,
+        elements: usize,
+        seed: u64,
+        symbols: &Symbols,
+    ) -> Option<Result<Vec<u8>, String>> {
+        Self::takes(generator, dtype, elements).then(|| self.draw_checked(generator, dtype, elements, seed, symbols))
+    }
+
+    fn draw_checked(&self, generator: &Generator, dtype: DType, elements: usize, seed: u64, symbols: &Symbols) -> Result<Vec<u8>, String> {
+        let bounds = generator.int_bounds(symbols)?;
+        let bytes = self.draw(generator, dtype, elements, seed, bounds).map_err(|e| format!("drawn on the device: {e}"))?;
+        match first_difference(generator, dtype, &bytes, seed, bounds) {
+            None => Ok(bytes),
+            Some((element, device, host)) => Err(format!(
+                "drawn on the device by the harness's kernel, element {element} of {elements} is {device:02x?} where the \
+                 host's generator makes {host:02x?}: the device's drawing is not the host's, and the input is not used"
+            )),
+        }
+    }
+
+    fn draw(&self, generator: &Generator, dtype: DType, elements: usize, seed: u64, (low, high): (i64, i64)) -> Result<Vec<u8>, String> {
+        let text = |e: engine::EngineError| crate::runner::error_chain(&e);
+        let module = self.module()?;
+        let buffer = self.backend.allocate(elements * dtype.size()).map_err(text)?;
+        let (kind, a, b) = match *generator {
+            Generator::Normal { mean, std } => (0, mean.to_bits() as i64, std.to_bits() as i64),
+            Generator::Uniform { low, high } => (1, low.to_bits() as i64, high.to_bits() as i64),
+            // the range fits i64: `int_bounds` refuses one whose width overflows it
+            _ => (2, low, high.wrapping_sub(low)),
+        };
+        let args = [
+            KernelArg::Pointer(buffer.device_address()),
+            KernelArg::I64(elements as i64),
+            KernelArg::I64(seed as i64),
+            KernelArg::I32(kind),
+            KernelArg::I64(a),
+            KernelArg::I64(b),
+            KernelArg::I32(DType::ALL.iter().position(|d| *d == dtype).unwrap_or(0) as i32),
+        ];
+        let blocks = (elements as u64).div_ceil(BLOCK_THREADS as u64).clamp(1, MOST_BLOCKS) as u32;
+        let dims = LaunchDims { grid: [blocks, 1, 1], block: [BLOCK_THREADS, 1, 1], dynamic_shared: 0 };
+        module.launch(KERNEL, dims, Schedule::default(), &args).map_err(text)?;
+        let mut bytes = vec![0u8; elements * dtype.size()];
+        buffer.read(0, &mut bytes).map_err(text)?;
+        Ok(bytes)
+    }
+
+    /// The kernel, built by the backend from its source written into the build cache (a file
+    /// named by its text's hash, as every source the backend builds is a file).
+    fn module(&self) -> Result<Arc<dyn Module>, String> {
+        let path = self.source_file().map_err(|e| format!("writing the drawing kernel's source into {}: {e}", self.cache_dir.display()))?;
+        let source = KernelSource {
+            display_path: format!("(the harness's input drawing, {})", path.file_name().unwrap_or_default().to_string_lossy()),
+            path,
+            kernels: vec![KERNEL.to_string()],
+            include_dirs: Vec::new(),
+        };
+        self.backend.load_module(&source).map_err(|e| format!("building the harness's drawing kernel: {}", crate::runner::error_chain(&e)))
+    }
+
+    fn source_file(&self) -> std::io::Result<PathBuf> {
+        let folder = self.cache_dir.join("harness-draw");
+        let path = folder.join(format!("draw-{:016x}.hip", fnv1a(SOURCE.as_bytes())));
+        if std::fs::read(&path).is_ok_and(|text| text == SOURCE.as_bytes()) {
+            return Ok(path);
+        }
+        std::fs::create_dir_all(&folder)?;
+        // written whole under a name of this process, then renamed: a run beside this one
+        // reads the old file or the new, never half of one
+        let partial = folder.join(format!(".draw-{}.hip", std::process::id()));
+        std::fs::write(&partial, SOURCE)?;
+        std::fs::rename(&partial, &path)?;
+        Ok(path)
+    }
+}
+
+/// The first sampled element whose bytes differ from the host generator's: its index and
+/// both bytes.
+fn first_difference(generator: &Generator, dtype: DType, bytes: &[u8], seed: u64, bounds: (i64, i64)) -> Option<(usize, Vec<u8>, Vec<u8>)> {
+    let size = dtype.size();
+    let elements = bytes.len() / size;
+    let mut want = vec![0u8; size];
+    sampled_elements(elements, seed).into_iter().find_map(|element| {
+        dtype.encode(generator.value_at(seed, element, bounds), &mut want);
+        let got = &bytes[element * size..(element + 1) * size];
+        (got != want.as_slice()).then(|| (element, got.to_vec(), want.clone()))
+    })
+}
+
+/// Both ends, an even spread and places drawn from the tensor's seed.
+fn sampled_elements(elements: usize, seed: u64) -> Vec<usize> {
+    let mut sampled: Vec<usize> = (0..ENDS_CHECKED.min(elements)).collect();
+    sampled.extend(elements.saturating_sub(ENDS_CHECKED)..elements);
+    let step = (elements / SPREAD_CHECKED).max(1);
+    sampled.extend((0..elements).step_by(step));
+    let mut places = SeededStream::new(seed ^ 0x6472_6177_6e5f_6f6e);
+    sampled.extend((0..SEEDED_CHECKED).map(|_| places.next_int(0, elements.max(1) as i64) as usize).filter(|e| *e < elements));
+    sampled
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel on the host backend (g++, the host prelude) makes the host generator's
+    /// bytes for every generator and type, past the sampled places too: the whole tensor is
+    /// compared here. The device builds the same source with the same rounding rules.
+    #[test]
+    fn the_drawing_kernel_makes_the_host_generators_bytes_in_every_type() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let cache = tempfile::tempdir().unwrap();
+        let options = engine::backend::host::HostOptions {
+            prelude: root.join("kernels/host/prelude.h"),
+            cache_dir: cache.path().join("host"),
+            workers: 2,
+            warp_size: 32,
+        };
+        let backend = engine::backend::host::HostBackend::new(options).unwrap();
+        let draw = DeviceDraw::anywhere(&backend, cache.path());
+        let symbols: Symbols = [("vocab".to_string(), 70_001i64)].into();
+        let generators = [
+            "normal(0, 1)",
+            "normal(-3, 0.37)",
+            "normal(0, 1e-6)",
+            "uniform(0.001, 0.1)",
+            "uniform(-64, 64)",
+            "int(0, vocab)",
+            "int(-5, 4294967296)",
+            "int(-9000000000, 9000000000)",
+        ];
+        for text in generators {
+            let generator = Generator::parse(text).unwrap();
+            let bounds = generator.int_bounds(&symbols).unwrap();
+            for dtype in DType::ALL {
+                let elements = 40_000 + dtype.size();
+                let drawn = draw.draw(&generator, dtype, elements, 0x5eed, bounds).unwrap();
+                let host = generator.generate(dtype, elements, 0x5eed, &symbols).unwrap();
+                let differ = drawn.chunks(dtype.size()).zip(host.chunks(dtype.size())).position(|(a, b)| a != b);
+                assert_eq!(differ, None, "{text} in {dtype}");
+            }
+        }
+    }
+
+    /// The kernel builds for both GPU targets with their own compilers (clang-22 for gfx1201,
+    /// NVRTC for sm_90: CI installs both), as the hip and cuda backends build it, and fits
+    /// a block of 256 threads without spilling.
+    #[test]
+    fn the_drawing_kernel_builds_for_gfx1201_and_sm_90() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let cache = tempfile::tempdir().unwrap();
+        let preludes = engine::backend::preludes::Preludes::locate(&root.join("kernels"), cache.path()).unwrap();
+        let path = DeviceDraw::anywhere(&NoDevice, cache.path()).source_file().unwrap();
+        let source = KernelSource { display_path: "draw.hip".into(), path, kernels: vec![KERNEL.into()], include_dirs: Vec::new() };
+        let mut compilers: Vec<Box<dyn engine::backend::StaticCompiler>> = Vec::new();
+        match engine::amdgpu::HipClang::discover() {
+            Ok(clang) => compilers.push(Box::new(engine::amdgpu::Gfx1201Static {
+                clang,
+                arch: "gfx1201".into(),
+                prelude: preludes.hip_static(),
+                cache_dir: cache.path().join("gfx1201"),
+            })),
+            Err(e) => eprintln!("gfx1201 not built: {e}"),
+        }
+        match engine::backend::cuda::nvrtc::Nvrtc::shared() {
+            Ok(_) => compilers.push(Box::new(engine::backend::cuda::NvrtcStatic { arch: "sm_90".into(), prelude: preludes.cuda() })),
+            Err(e) => eprintln!("sm_90 not built: {e}"),
+        }
+        if std::env::var_os("CI").is_some() {
+            assert_eq!(compilers.len(), 2, "CI has both compilers");
+        }
+        for compiler in compilers {
+            let usage = compiler.resource_usage(&source, KERNEL).unwrap_or_else(|e| panic!("{}: {e}", compiler.arch()));
+            let figure = |name: &str| usage.figures.get(name).copied().unwrap_or(0);
+            assert!(figure("threads") == 0 || figure("threads") >= BLOCK_THREADS as u64, "{}: {usage:?}", compiler.arch());
+            assert_eq!(figure("vgpr_spills") + figure("local"), 0, "{}: {usage:?}", compiler.arch());
+        }
+    }
+
+    /// A backend for writing the source file alone.
+    struct NoDevice;
+
+    impl Backend for NoDevice {
+        fn name(&self) -> &'static str {
+            "none"
+        }
+        fn arch(&self) -> String {
+            "none".into()
+        }
+        fn toolchain(&self) -> String {
+            String::new()
+        }
+        fn device_memory(&self) -> Option<u64> {
+            None
+        }
+        fn allocate(&self, _: usize) -> Result<Box<dyn engine::backend::DeviceBuffer>, engine::EngineError> {
+            unreachable!()
+        }
+        fn load_module(&self, _: &KernelSource) -> Result<Arc<dyn Module>, engine::EngineError> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn a_drawn_tensor_that_differs_from_the_host_at_a_sampled_element_is_refused() {
+        let generator = Generator::parse("normal(0, 1)").unwrap();
+        let mut bytes = generator.generate(DType::Bf16, 100_000, 3, &Symbols::new()).unwrap();
+        assert_eq!(first_difference(&generator, DType::Bf16, &bytes, 3, (0, 0)), None);
+        // the last element is always sampled
+        bytes[199_999] ^= 0x40;
+        let (element, ..) = first_difference(&generator, DType::Bf16, &bytes, 3, (0, 0)).expect("seen");
+        assert_eq!(element, 99_999);
+    }
+
+    #[test]
+    fn only_large_tensors_of_generators_with_finite_values_are_drawn_on_a_device() {
+        let normal = Generator::parse("normal(0, 1)").unwrap();
+        assert!(DeviceDraw::takes(&normal, DType::F32, 16 << 20));
+        assert!(!DeviceDraw::takes(&normal, DType::F32, (16 << 20) - 1));
+        assert!(!DeviceDraw::takes(&Generator::parse("const(2)").unwrap(), DType::F32, 1 << 30));
+        assert!(!DeviceDraw::takes(&Generator::parse("uniform(-1e308, 1e308)").unwrap(), DType::F32, 1 << 30));
+    }
+}
