@@ -4,6 +4,14 @@
 //! (the oracle's and gate 3's), and each tensor drawn so is compared with the host's own
 //! generator at about 140,000 elements (both ends, an even spread, seeded places) before it is
 //! used: a device that draws otherwise is an error of the record, never other inputs.
+//!
+//! Gate 3's check that such an input is unchanged after a record's launches is a keyed hash of
+//! its bytes on the device (`kc_hash`) against the same hash of the host copy, the key drawn
+//! afresh for each check, where the bytes were read back whole (0.6 to 2.7 s for 8 GiB a
+//! record, every record of a GPU-only case); a hash that differs reads the input back for the
+//! failure's elements. What it does not stop: a kernel under test that rewrites the harness's
+//! own kernel's code in device memory (the README's security model: the isolation stops
+//! accidents, not a kernel that sets out to escape).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,9 +25,17 @@ use super::{Generator, SeededStream};
 /// A generator's tensor of this many bytes or more is drawn on the device.
 pub const DRAWN_ON_DEVICE_BYTES: usize = 64 << 20;
 
+/// An input of this many bytes or more is checked by its hash on the device (`holds`).
+pub const HASHED_ON_DEVICE_BYTES: usize = 64 << 20;
+
+/// Blocks of a hash's launch: about as many threads as an H100 keeps resident, and a sum of
+/// each thread's to read back (2 MiB).
+const HASH_BLOCKS: u64 = 1024;
+
 /// The kernel's source, built by the backend's own compiler like any kernel's.
 const SOURCE: &str = include_str!("draw.hip");
 const KERNEL: &str = "kc_draw";
+const HASH_KERNEL: &str = "kc_hash";
 const BLOCK_THREADS: u32 = 256;
 /// Blocks of a launch; each thread steps through the tensor by the grid's threads.
 const MOST_BLOCKS: u64 = 16_384;
@@ -112,6 +128,38 @@ impl<'a> DeviceDraw<'a> {
         Ok(bytes)
     }
 
+    /// Whether `tensor`'s data on the device is `before`, by the keyed hash of both (a fresh
+    /// key each call); `None` where it is not checked so (a tensor under
+    /// `HASHED_ON_DEVICE_BYTES`), and the caller reads it back.
+    pub fn holds(&self, tensor: &engine::tensor::Tensor, before: &[u8]) -> Option<Result<bool, String>> {
+        let aligned = tensor.device_address().is_multiple_of(8);
+        (tensor.bytes() >= HASHED_ON_DEVICE_BYTES && aligned && before.len() == tensor.bytes()).then(|| self.hash_matches(tensor, before))
+    }
+
+    fn hash_matches(&self, tensor: &engine::tensor::Tensor, before: &[u8]) -> Result<bool, String> {
+        let text = |e: engine::EngineError| crate::runner::error_chain(&e);
+        let key = fresh_key();
+        let words = before.len() / 8;
+        let module = self.module()?;
+        let threads = (words as u64).div_ceil(BLOCK_THREADS as u64).clamp(1, HASH_BLOCKS) * BLOCK_THREADS as u64;
+        let partials = self.backend.allocate(threads as usize * 8).map_err(text)?;
+        let args = [
+            KernelArg::Pointer(tensor.device_address()),
+            KernelArg::I64(words as i64),
+            KernelArg::I64(key as i64),
+            KernelArg::Pointer(partials.device_address()),
+        ];
+        let dims = LaunchDims { grid: [(threads / BLOCK_THREADS as u64) as u32, 1, 1], block: [BLOCK_THREADS, 1, 1], dynamic_shared: 0 };
+        module.launch(HASH_KERNEL, dims, Schedule::default(), &args).map_err(|e| format!("the harness's hash of an input: {}", text(e)))?;
+        let mut sums = vec![0u8; threads as usize * 8];
+        partials.read(0, &mut sums).map_err(text)?;
+        let on_device = sums.chunks_exact(8).fold(0u64, |sum, w| sum.wrapping_add(u64::from_le_bytes(w.try_into().unwrap())));
+        // the bytes past the last whole word, compared as they are
+        let mut tail = vec![0u8; before.len() % 8];
+        tensor.read_part(words * 8, &mut tail).map_err(text)?;
+        Ok(on_device == keyed_hash(&before[..words * 8], key) && tail == before[words * 8..])
+    }
+
     /// The kernel, built by the backend from its source written into the build cache (a file
     /// named by its text's hash, as every source the backend builds is a file).
     fn module(&self) -> Result<Arc<dyn Module>, String> {
@@ -119,7 +167,7 @@ impl<'a> DeviceDraw<'a> {
         let source = KernelSource {
             display_path: format!("(the harness's input drawing, {})", path.file_name().unwrap_or_default().to_string_lossy()),
             path,
-            kernels: vec![KERNEL.to_string()],
+            kernels: vec![KERNEL.to_string(), HASH_KERNEL.to_string()],
             include_dirs: Vec::new(),
         };
         self.backend.load_module(&source).map_err(|e| format!("building the harness's drawing kernel: {}", crate::runner::error_chain(&e)))
@@ -139,6 +187,31 @@ impl<'a> DeviceDraw<'a> {
         std::fs::rename(&partial, &path)?;
         Ok(path)
     }
+}
+
+/// `kc_hash` of `bytes` (whole 64-bit words) on the host, on all cores.
+fn keyed_hash(bytes: &[u8], key: u64) -> u64 {
+    use rayon::prelude::*;
+    const PIECE_WORDS: usize = 1 << 17;
+    bytes
+        .par_chunks(PIECE_WORDS * 8)
+        .enumerate()
+        .map(|(piece, chunk)| {
+            let first = (piece * PIECE_WORDS) as u64;
+            chunk.chunks_exact(8).enumerate().fold(0u64, |sum, (i, word)| {
+                let word = u64::from_le_bytes(word.try_into().unwrap());
+                sum.wrapping_add(super::mix((word ^ key).wrapping_add((first + i as u64 + 1).wrapping_mul(super::GOLDEN_GAMMA))))
+            })
+        })
+        .reduce(|| 0, u64::wrapping_add)
+}
+
+/// A key no kernel under test has seen: the standard library's per-process random keys, mixed
+/// with a count of the calls.
+fn fresh_key() -> u64 {
+    use std::hash::BuildHasher;
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    std::hash::RandomState::new().hash_one(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
 }
 
 /// The first sampled element whose bytes differ from the host generator's: its index and
@@ -210,6 +283,36 @@ mod tests {
                 assert_eq!(differ, None, "{text} in {dtype}");
             }
         }
+    }
+
+    /// The hash kernel on the host backend agrees with the host's hash of the same bytes, and a
+    /// change of one bit anywhere (a whole word's, or the bytes past the last whole one) shows.
+    #[test]
+    fn the_hash_on_the_device_is_the_hosts_and_sees_one_changed_bit() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let cache = tempfile::tempdir().unwrap();
+        let options = engine::backend::host::HostOptions {
+            prelude: root.join("kernels/host/prelude.h"),
+            cache_dir: cache.path().join("host"),
+            workers: 2,
+            warp_size: 32,
+        };
+        let backend = engine::backend::host::HostBackend::new(options).unwrap();
+        let draw = DeviceDraw::anywhere(&backend, cache.path());
+        // more words than the hash's threads, and three bytes past the last whole word
+        let elements = (HASH_BLOCKS * BLOCK_THREADS as u64 * 4 + 3) as usize;
+        let before = Generator::parse("int(0, 256)").unwrap().generate(DType::U8, elements, 9, &Symbols::new()).unwrap();
+        let mut tensor = engine::tensor::Tensor::allocate(&backend, DType::U8, &[elements]).unwrap();
+        tensor.write(&before).unwrap();
+        assert!(draw.hash_matches(&tensor, &before).unwrap());
+        assert!(draw.hash_matches(&tensor, &before).unwrap(), "with another key");
+        for at in [0, elements / 2 + 5, elements - 9, elements - 1] {
+            let mut changed = before.clone();
+            changed[at] ^= 0x10;
+            tensor.write(&changed).unwrap();
+            assert!(!draw.hash_matches(&tensor, &before).unwrap(), "a bit of byte {at} changed");
+        }
+        assert_ne!(keyed_hash(&before[..64], 1), keyed_hash(&before[..64], 2), "the key counts");
     }
 
     /// The kernel builds for both GPU targets with their own compilers (clang-22 for gfx1201,

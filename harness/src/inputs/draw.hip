@@ -1,4 +1,7 @@
-// The harness's input generators on a device: the bytes `Generator::generate` makes on the
+// The harness's own kernels, built by a GPU backend's compiler like any kernel's: the input
+// generators (kc_draw) and the keyed hash gate 3 checks a large input with (kc_hash).
+//
+// kc_draw: the harness's input generators on a device, the bytes `Generator::generate` makes on the
 // host (harness/src/inputs.rs), element for element. A GPU-only case's tables are 2 to 2.2 G
 // values, seconds of all a host's cores; a device makes them in milliseconds.
 //
@@ -114,4 +117,20 @@ extern "C" __global__ void kc_draw(void* out, long long count, long long seed, i
       default: ((unsigned char*)out)[element] = (unsigned char)kc_saturate(value, 0.0, 255.0); break;
     }
   }
+}
+
+// Gate 3's check that a large input is as uploaded, without reading its gigabytes back: the
+// sum of mix((word ^ key) + (i + 1) * GOLDEN) over its 64-bit words i, wrapping, keyed by a
+// value drawn afresh for each check (a kernel under test never sees the key it is checked
+// by). Thread t adds the words t, t + threads, ...; partials holds one sum per thread, which
+// the host adds up.
+extern "C" __global__ void kc_hash(const void* data, long long words, long long key, void* partials) {
+  long long threads = (long long)gridDim.x * blockDim.x;
+  long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned long long* word = (const unsigned long long*)data;
+  unsigned long long sum = 0;
+  for (long long i = thread; i < words; i += threads) {
+    sum += kc_mix((word[i] ^ (unsigned long long)key) + ((unsigned long long)i + 1ull) * KC_GOLDEN);
+  }
+  ((unsigned long long*)partials)[thread] = sum;
 }
