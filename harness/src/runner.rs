@@ -919,11 +919,15 @@ impl InputCache {
         }
         let kept = self.tensors.remove(key);
         if kept.is_none() {
-            // the same tensor of the same case (one seed) in another type or planted: freed
-            // before the buffer that follows it is allocated
-            self.tensors.retain(|(seed, ..), _| *seed != key.0);
+            self.free_other_tensors(key);
         }
         kept
+    }
+
+    /// Frees the kept tensors of the same input and case (one seed) in another type or
+    /// planted: before the buffer that follows one is allocated.
+    fn free_other_tensors(&mut self, key: &InputKey) {
+        self.tensors.retain(|kept, _| kept.0 != key.0 || kept == key);
     }
 
     /// Keeps a large input's tensor that its case left unchanged for the next record's case.
@@ -1512,6 +1516,9 @@ fn run_case(
             let bytes = match inputs.bytes.get(&key) {
                 Some(bytes) => bytes.clone(),
                 None => {
+                    // a device may draw these bytes into memory of its own: the kept tensor of
+                    // this input and case in another type goes first, not beside it
+                    inputs.free_other_tensors(&key);
                     // a planted copy is its case's bytes as generated, planted
                     let bytes = match inputs.bytes.get(&plain) {
                         Some(generated) => {
