@@ -248,20 +248,26 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
+    /// The host backend (the repository's prelude), building into `cache`: it runs the
+    /// harness's kernels as it runs any, so the tests see what a device would make.
+    fn host_backend(cache: &Path) -> engine::backend::host::HostBackend {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let options = engine::backend::host::HostOptions {
+            prelude: root.join("kernels/host/prelude.h"),
+            cache_dir: cache.join("host"),
+            workers: 2,
+            warp_size: 32,
+        };
+        engine::backend::host::HostBackend::new(options).unwrap()
+    }
+
     /// The kernel on the host backend (g++, the host prelude) makes the host generator's
     /// bytes for every generator and type, past the sampled places too: the whole tensor is
     /// compared here. The device builds the same source with the same rounding rules.
     #[test]
     fn the_drawing_kernel_makes_the_host_generators_bytes_in_every_type() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
         let cache = tempfile::tempdir().unwrap();
-        let options = engine::backend::host::HostOptions {
-            prelude: root.join("kernels/host/prelude.h"),
-            cache_dir: cache.path().join("host"),
-            workers: 2,
-            warp_size: 32,
-        };
-        let backend = engine::backend::host::HostBackend::new(options).unwrap();
+        let backend = host_backend(cache.path());
         let draw = DeviceDraw::anywhere(&backend, cache.path());
         let symbols: Symbols = [("vocab".to_string(), 70_001i64)].into();
         let generators = [
@@ -291,15 +297,8 @@ mod tests {
     /// change of one bit anywhere (a whole word's, or the bytes past the last whole one) shows.
     #[test]
     fn the_hash_on_the_device_is_the_hosts_and_sees_one_changed_bit() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
         let cache = tempfile::tempdir().unwrap();
-        let options = engine::backend::host::HostOptions {
-            prelude: root.join("kernels/host/prelude.h"),
-            cache_dir: cache.path().join("host"),
-            workers: 2,
-            warp_size: 32,
-        };
-        let backend = engine::backend::host::HostBackend::new(options).unwrap();
+        let backend = host_backend(cache.path());
         let draw = DeviceDraw::anywhere(&backend, cache.path());
         // more words than the hash's threads, and three bytes past the last whole word
         let elements = (HASH_BLOCKS * BLOCK_THREADS as u64 * 4 + 3) as usize;
