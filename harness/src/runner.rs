@@ -70,6 +70,9 @@ pub struct Settings {
     pub partition: Option<crate::selection::Partition>,
     /// Emit each case's inputs, outputs and oracle as an event (`--dump`; in-process runs).
     pub case_data: bool,
+    /// On a GPU, large inputs drawn and gate 3's check of them made on the device
+    /// (`--device-inputs`, `inputs::device`).
+    pub device_inputs: bool,
 }
 
 /// The time limit of a record whose contract and control set none, and no flag either: the
@@ -1502,7 +1505,7 @@ fn run_case(
     let mut seeds = BTreeMap::new();
     // inputs launched on in a tensor an earlier record's case left unchanged (`take_tensor`)
     let mut kept_inputs: Vec<&str> = Vec::new();
-    let device = DeviceDraw::on(backend, &settings.cache_dir);
+    let device = settings.device_inputs.then(|| DeviceDraw::on(backend, &settings.cache_dir)).flatten();
     for spec in op.tensors {
         let dtype = record.dtypes[spec.name];
         let shape = &case.shapes[spec.name];
@@ -2144,6 +2147,7 @@ pub(crate) fn tests_settings() -> Settings {
         case: None,
         partition: None,
         case_data: false,
+        device_inputs: false,
     }
 }
 
