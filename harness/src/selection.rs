@@ -50,8 +50,9 @@ impl Partition {
     }
 }
 
-/// FNV-1a, 64 bits: written out here so that no library's hash change moves an op to another job.
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a, 64 bits: written out here so that no library's hash change moves an op to another job
+/// (or renames the harness's own cached kernel source).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| (hash ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 

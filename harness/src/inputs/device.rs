@@ -14,7 +14,7 @@
 //! accidents, not a kernel that sets out to escape).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use engine::DType;
 use engine::backend::{Backend, KernelArg, KernelSource, LaunchDims, Module, Schedule};
@@ -176,18 +176,30 @@ impl<'a> DeviceDraw<'a> {
     }
 
     fn source_file(&self) -> std::io::Result<PathBuf> {
+        // checked or written once per process and cache folder: every draw and every hash
+        // check of gate 3 asks for the module, and the file does not change under one run
+        static CHECKED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
         let folder = self.cache_dir.join("harness-draw");
-        let path = folder.join(format!("draw-{:016x}.hip", fnv1a(SOURCE.as_bytes())));
-        if std::fs::read(&path).is_ok_and(|text| text == SOURCE.as_bytes()) {
+        let path = folder.join(format!("draw-{:016x}.hip", crate::selection::fnv1a(SOURCE.as_bytes())));
+        let mut checked = CHECKED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if checked.contains(&path) {
             return Ok(path);
         }
-        std::fs::create_dir_all(&folder)?;
+        Self::write_source(&folder, &path)?;
+        checked.push(path.clone());
+        Ok(path)
+    }
+
+    fn write_source(folder: &Path, path: &Path) -> std::io::Result<()> {
+        if std::fs::read(path).is_ok_and(|text| text == SOURCE.as_bytes()) {
+            return Ok(());
+        }
+        std::fs::create_dir_all(folder)?;
         // written whole under a name of this process, then renamed: a run beside this one
         // reads the old file or the new, never half of one
         let partial = folder.join(format!(".draw-{}.hip", std::process::id()));
         std::fs::write(&partial, SOURCE)?;
-        std::fs::rename(&partial, &path)?;
-        Ok(path)
+        std::fs::rename(&partial, path)
     }
 }
 
@@ -238,10 +250,6 @@ fn sampled_elements(elements: usize, seed: u64) -> Vec<usize> {
     let mut places = SeededStream::new(seed ^ 0x6472_6177_6e5f_6f6e);
     sampled.extend((0..SEEDED_CHECKED).map(|_| places.next_int(0, elements.max(1) as i64) as usize).filter(|e| *e < elements));
     sampled
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 #[cfg(test)]
