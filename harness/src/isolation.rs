@@ -561,20 +561,14 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
             .collect(),
     );
 
-    // every kernel built in one child, on all cores, in the order the units start: a unit's
-    // child then loads from the cache, and starts as soon as its own kernels are there, while
-    // the rest build. A build that fails or crashes here is built again, and reported, by the
-    // record's own child; one still running at the build time limit is not.
-    let unit_keys: Vec<HashSet<SourceKey>> = units
-        .iter()
-        .map(|(contract, control, _)| builds::sources_of(settings, contract, *control).iter().map(builds::key).collect())
-        .collect();
-    let sources = in_start_order(runner::kernel_sources(settings, &contracts, &controls), &unit_keys, &start_order);
-    let sources: Vec<BuildSource> = sources.iter().map(BuildSource::of).collect();
-    let given: HashSet<SourceKey> = sources.iter().map(BuildSource::key).collect();
+    // every kernel built first, on all cores, in one child: the record children then load
+    // from the cache. A build that fails or crashes here is built again, and reported, by
+    // the record's own child; one still running at the build time limit is not.
+    let build_started = Instant::now();
+    let sources: Vec<BuildSource> = runner::kernel_sources(settings, &contracts, &controls).iter().map(BuildSource::of).collect();
+    let (unbuilt, built) = if sources.is_empty() { Default::default() } else { build(command, settings, &sources) };
+    report.timing.build_seconds = build_started.elapsed().as_secs_f64();
     report.timing.modules_built = sources.len();
-    let progress = BuildProgress::default();
-    let build_seconds = Mutex::new(0.0);
 
     let run_started = Instant::now();
     // `jobs` children at a time; results are reported in unit order whatever order the
@@ -589,15 +583,9 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // machine's memory and the device's hold
     let memory = crate::budget::MemoryBudget::of_this_machine(info.device_memory);
     std::thread::scope(|scope| {
-        let (sources, progress, build_seconds) = (&sources, &progress, &build_seconds);
-        scope.spawn(move || {
-            let build_started = Instant::now();
-            build(command, settings, sources, progress);
-            *build_seconds.lock().unwrap_or_else(|p| p.into_inner()) = build_started.elapsed().as_secs_f64();
-        });
         for _ in 0..threads {
             let sender = sender.clone();
-            let (units, next_unit, given, stopped, memory) = (&units, &next_unit, &given, &stopped, &memory);
+            let (units, next_unit, unbuilt, built, stopped, memory) = (&units, &next_unit, &unbuilt, &built, &stopped, &memory);
             let (prestarted, start_order, footprints) = (&prestarted, &start_order, &footprints);
             scope.spawn(move || {
                 // this thread's processes between units
@@ -624,9 +612,8 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                     let tell = |message: UnitMessage| {
                         let _ = sender.send((index, message));
                     };
-                    let keys: HashSet<SourceKey> = builds::sources_of(settings, contract, *control).iter().map(builds::key).collect();
-                    let outcome = progress.wait_for(&keys, given);
-                    match outcome.unbuilt {
+                    let sources = builds::sources_of(settings, contract, *control);
+                    match sources.iter().find_map(|s| unbuilt.get(&builds::key(s))) {
                         Some(why) => {
                             for record in records {
                                 let error = (Some(Fault::Timeout), why.clone());
@@ -635,9 +622,11 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         }
                         None => {
                             let timeout = time_limit(settings, contract, *control);
+                            let keys: HashSet<SourceKey> = sources.iter().map(builds::key).collect();
                             // a sandboxed worker cannot write the cache: only a job whose every
                             // build is there already may run in one
-                            let poolable = !matches!(contract.reference, crate::contract::Reference::Cpp(_)) && outcome.all_built;
+                            let poolable =
+                                !matches!(contract.reference, crate::contract::Reference::Cpp(_)) && keys.iter().all(|k| built.contains(k));
                             let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell, keys, poolable };
                             let _held = (footprints[index] != Bytes::default()).then(|| memory.hold(footprints[index]));
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
@@ -683,7 +672,6 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
             }
         }
     });
-    report.timing.build_seconds = build_seconds.into_inner().unwrap_or_else(|p| p.into_inner());
     report.timing.run_seconds = run_started.elapsed().as_secs_f64();
     report.timing.total_seconds = started.elapsed().as_secs_f64();
     // a run is its process's only one: every child it started, the build's and spares' too
@@ -701,121 +689,53 @@ enum UnitMessage {
     Done,
 }
 
-/// The build child's outcomes as they come, shared with the units' threads: a unit starts as
-/// soon as every source it needs has an outcome, while the rest still build (a cold run's
-/// builds and its first records side by side, not one after the other).
-#[derive(Default)]
-struct BuildProgress {
-    state: Mutex<BuildState>,
-    changed: std::sync::Condvar,
-}
-
-#[derive(Default)]
-struct BuildState {
-    /// Sources the build child finished, built or not.
-    done: HashSet<SourceKey>,
-    /// Sources it built: a sandboxed worker can load those from the cache, where it could
-    /// not build one.
-    built: HashSet<SourceKey>,
-    /// Sources it did not finish within the build time limit, with why (the records of those
-    /// sources are not run: their kernel would hang their children too).
-    unbuilt: HashMap<SourceKey, String>,
-    /// No more outcomes will come.
-    ended: bool,
-}
-
-/// What a unit may know of its sources once it has waited for them.
-struct BuildOutcome {
-    /// Why one of them was not built in time, if one was not.
-    unbuilt: Option<String>,
-    /// Whether the build child built every one of them.
-    all_built: bool,
-}
-
-impl BuildProgress {
-    fn update(&self, change: impl FnOnce(&mut BuildState)) {
-        change(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()));
-        self.changed.notify_all();
-    }
-
-    /// Waits until each of `keys` the build child was given has an outcome, or the build ended.
-    fn wait_for(&self, keys: &HashSet<SourceKey>, given: &HashSet<SourceKey>) -> BuildOutcome {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while !state.ended && !keys.iter().filter(|k| given.contains(*k)).all(|k| state.done.contains(k)) {
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-        BuildOutcome {
-            unbuilt: keys.iter().find_map(|k| state.unbuilt.get(k).cloned()),
-            all_built: keys.iter().all(|k| state.built.contains(k)),
-        }
-    }
-}
-
-/// Marks the build ended when dropped, however its thread leaves (a panic included): no unit
-/// waits for outcomes that will not come.
-struct EndsBuild<'a>(&'a BuildProgress);
-
-impl Drop for EndsBuild<'_> {
-    fn drop(&mut self) {
-        self.0.update(|state| state.ended = true);
-    }
-}
-
-/// The build child, each outcome told to `progress` as it comes.
-fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource], progress: &BuildProgress) {
-    let _ends = EndsBuild(progress);
-    if sources.is_empty() {
-        return;
-    }
+/// The build child: every source it did not finish within the build time limit, with why
+/// (the records of those sources are not run: their kernel would hang their children too),
+/// and every source it built (a sandboxed worker can load those from the cache, where it
+/// could not build one).
+fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -> (HashMap<SourceKey, String>, HashSet<SourceKey>) {
     let limit = Duration::from_secs(settings.build_timeout_seconds.max(1));
     let job = ChildJob::Build { sources: sources.to_vec() };
+    let mut done: HashSet<SourceKey> = HashSet::new();
+    let mut built = HashSet::new();
     let started = Supervised::start(command, BUILD_LABEL, None);
     let Ok(mut child) = started.and_then(|mut child| child.send(job, None).map(|()| child)) else {
         // the record children build what they need, and say what failed
-        return;
+        return (HashMap::new(), built);
     };
     child.close_input();
     let deadline = Instant::now() + limit;
     loop {
         match child.next(deadline) {
-            Received::Message(ChildMessage::Built { source, symbol, error }) => progress.update(|state| {
+            Received::Message(ChildMessage::Built { source, symbol, error }) => {
                 if error.is_none() {
-                    state.built.insert((source.clone(), symbol.clone()));
+                    built.insert((source.clone(), symbol.clone()));
                 }
-                state.done.insert((source, symbol));
-            }),
+                done.insert((source, symbol));
+            }
             Received::Message(_) => {}
             Received::Ended => {
                 let _ = child.finish();
-                return;
+                return (HashMap::new(), built);
             }
             Received::TimedOut => break,
         }
     }
     child.kill();
     let _ = child.finish();
-    progress.update(|state| {
-        for s in sources.iter().filter(|s| !state.done.contains(&s.key())) {
+    let unbuilt = sources
+        .iter()
+        .filter(|s| !done.contains(&s.key()))
+        .map(|s| {
             let why = format!(
                 "{}: not built within the build time limit ({} s, --build-timeout): the build and its compilers were killed",
                 display(&settings.root, &s.path),
                 limit.as_secs()
             );
-            state.unbuilt.insert(s.key(), why);
-        }
-    });
-}
-
-/// The sources in the order their units start (the build child takes them in order, so the
-/// first units' kernels come first), each once.
-fn in_start_order(sources: Vec<KernelSource>, unit_keys: &[HashSet<SourceKey>], start_order: &[usize]) -> Vec<KernelSource> {
-    let rank = |source: &KernelSource| {
-        let key = builds::key(source);
-        start_order.iter().position(|&unit| unit_keys[unit].contains(&key)).unwrap_or(usize::MAX)
-    };
-    let mut ranked: Vec<(usize, KernelSource)> = sources.into_iter().map(|s| (rank(&s), s)).collect();
-    ranked.sort_by_key(|(rank, _)| *rank);
-    ranked.into_iter().map(|(_, s)| s).collect()
+            (s.key(), why)
+        })
+        .collect();
+    (unbuilt, built)
 }
 
 /// A case's tensors at or past this many bytes in some record make its unit hold the memory
@@ -1685,67 +1605,6 @@ mod tests {
         assert_eq!(start_order(&of(&[0, 0, 5, 0, 9, 5, 0])), [4, 2, 5, 0, 1, 3, 6]);
         assert_eq!(start_order(&of(&[0, 0, 0])), [0, 1, 2]);
         assert_eq!(start_order(&[]), Vec::<usize>::new());
-    }
-
-    #[test]
-    fn kernels_build_in_the_order_their_units_start() {
-        let source = |name: &str| KernelSource {
-            display_path: name.into(),
-            path: PathBuf::from(name),
-            kernels: vec!["k".into()],
-            include_dirs: Vec::new(),
-        };
-        let keys = |names: &[&str]| names.iter().map(|n| builds::key(&source(n))).collect::<HashSet<_>>();
-        // unit 0 needs a, unit 1 b and a, unit 2 c; units start 2, 1, 0; d is no unit's
-        let unit_keys = [keys(&["a"]), keys(&["b", "a"]), keys(&["c"])];
-        let sources = ["a", "b", "c", "d"].map(source).to_vec();
-        let order: Vec<String> = in_start_order(sources, &unit_keys, &[2, 1, 0]).into_iter().map(|s| s.display_path).collect();
-        assert_eq!(order, ["c", "a", "b", "d"]);
-    }
-
-    #[test]
-    fn a_unit_waits_for_its_own_kernels_only_and_never_past_the_builds_end() {
-        let key = |name: &str| (PathBuf::from(name), "k".to_string());
-        let given: HashSet<SourceKey> = ["a", "b"].map(key).into();
-        let progress = BuildProgress::default();
-        std::thread::scope(|scope| {
-            let (told, heard) = mpsc::channel();
-            let (progress, given) = (&progress, &given);
-            let waiter = scope.spawn(move || {
-                let outcome = progress.wait_for(&[key("a")].into(), given);
-                told.send(()).unwrap();
-                outcome
-            });
-            // b's outcome does not release a unit that needs a
-            progress.update(|state| {
-                state.done.insert(key("b"));
-                state.built.insert(key("b"));
-            });
-            assert!(heard.recv_timeout(Duration::from_millis(200)).is_err(), "returned before its kernel was built");
-            progress.update(|state| {
-                state.done.insert(key("a"));
-                state.built.insert(key("a"));
-            });
-            let outcome = waiter.join().unwrap();
-            assert!(outcome.all_built && outcome.unbuilt.is_none());
-        });
-        // a kernel the build child was not given, or one it failed: not all built, no wait
-        let outcome = progress.wait_for(&[key("a"), key("z")].into(), &given);
-        assert!(!outcome.all_built && outcome.unbuilt.is_none());
-        // the build's end releases every unit, with why a kernel was not built in time (on a
-        // thread of its own, so that a wait that never ends fails here instead of hanging)
-        let late = Arc::new(BuildProgress::default());
-        let (told, heard) = mpsc::channel();
-        let waiting = Arc::clone(&late);
-        std::thread::spawn(move || told.send(waiting.wait_for(&[key("a")].into(), &["a"].map(key).into())));
-        let ended = EndsBuild(&late);
-        late.update(|state| {
-            state.unbuilt.insert(key("a"), "a: not built within the build time limit".into());
-        });
-        drop(ended);
-        let outcome = heard.recv_timeout(Duration::from_secs(10)).expect("the build's end released the unit");
-        assert_eq!(outcome.unbuilt.as_deref(), Some("a: not built within the build time limit"));
-        assert!(!outcome.all_built);
     }
 
     #[test]

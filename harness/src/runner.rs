@@ -79,7 +79,7 @@ pub struct Settings {
 /// one place this default is set.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
 
-/// How long the kernel builds of a run may take, all of them together (a cold
+/// How long the kernel builds before any record runs may take, all of them together (a cold
 /// cache of every kernel on a slow machine), where `--build-timeout` sets no other limit.
 pub const DEFAULT_BUILD_TIMEOUT_SECONDS: u64 = 900;
 

@@ -154,7 +154,7 @@ struct Flags {
     /// the others; the lines and the report keep their order.
     #[arg(long, global = true, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
-    /// How long the kernel builds of the run may take, all together; a kernel still
+    /// How long the kernel builds before the records may take, all together; a kernel still
     /// building then errors its records [default: 900].
     #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     build_timeout: Option<u64>,
