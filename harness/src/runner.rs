@@ -71,7 +71,7 @@ pub struct Settings {
     /// Emit each case's inputs, outputs and oracle as an event (`--dump`; in-process runs).
     pub case_data: bool,
     /// On a GPU, large inputs drawn and gate 3's check of them made on the device
-    /// (`--device-inputs`, `inputs::device`).
+    /// (`inputs::device`; the binary's default, off with `--host-inputs`).
     pub device_inputs: bool,
 }
 
@@ -2147,7 +2147,7 @@ pub(crate) fn tests_settings() -> Settings {
         case: None,
         partition: None,
         case_data: false,
-        device_inputs: false,
+        device_inputs: true,
     }
 }
 

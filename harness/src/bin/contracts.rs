@@ -122,11 +122,11 @@ struct Flags {
     /// A limit problem (live figures that differ from the recorded ones) fails the record.
     #[arg(long, global = true)]
     strict_limits: bool,
-    /// On a GPU (cuda, hip): draw each input of 64 MiB or more on the device with the
-    /// harness's own kernel, and check it at gate 3 by a keyed hash there, where the host
-    /// draws it and reads it back (README, "Inputs"). Off by default until measured on a GPU.
+    /// On a GPU (cuda, hip): draw every input on the host and read each one back whole for
+    /// gate 3, where by default an input of 64 MiB or more is drawn on the device by the
+    /// harness's own kernel and checked there by a keyed hash (README, "Inputs").
     #[arg(long, global = true)]
-    device_inputs: bool,
+    host_inputs: bool,
     /// With a GPU backend: leave out the host build's static offset checks (32-bit products
     /// widened late, 64-bit values narrowed), which need the host C++ compiler.
     #[arg(long, global = true)]
@@ -403,8 +403,8 @@ fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi
     if flags.strict_limits {
         args.push("--strict-limits".into());
     }
-    if flags.device_inputs {
-        args.push("--device-inputs".into());
+    if flags.host_inputs {
+        args.push("--host-inputs".into());
     }
     if flags.no_static_checks {
         args.push("--no-static-checks".into());
@@ -452,7 +452,7 @@ fn settings(flags: &Flags, root: &Path, isolated: bool) -> Settings {
         case: flags.case,
         partition: flags.partition,
         case_data: flags.dump.is_some(),
-        device_inputs: flags.device_inputs,
+        device_inputs: !flags.host_inputs,
     }
 }
 
