@@ -3,7 +3,9 @@
 # the device by the harness's kernel, harness/src/inputs/draw.hip, and gate 3 checking them
 # by a keyed hash on the device): issue 15's five ops, D's whole suite warm and its record
 # lines, and gate 3 on the hash against a kernel that writes into its table.
-# NOT RUN YET: session 13's device time went on refused starts (no machine came in two hours).
+# Session 14: D is 6f6724e's build (session 13's flag, and the drawing kernel's source checked
+# once a process), P 28dd9fd's (kernels built in the order jobs start, each job started as
+# soon as its own are built): P and D cold on fresh cache folders, at the end.
 # Build the binary of the commit to measure (`cargo build --release --bin contracts`), copy it
 # to .device/contracts-d, keep .device/contracts-h (7cb56e5's build: e5b21b8 runs the same records), carry .device. Compare D's
 # record lines with H's whole run of reports/sm_90/speed-3791c17/5-head (the same records;
@@ -13,6 +15,7 @@ export KERNEL_CONTRACTS_NVRTC_DIR=/usr/local/cuda-13.0/targets/x86_64-linux/lib
 export KERNEL_CONTRACTS_CUBLAS_DIR=/usr/local/cuda-13.0/targets/x86_64-linux/lib
 H=.device/contracts-h
 D=".device/contracts-d --device-inputs"
+P=".device/contracts-p --device-inputs"
 (nvidia-smi --query-gpu=name,driver_version,memory.total,persistence_mode,compute_mode --format=csv,noheader; nproc; lscpu | grep -E "Model name|Thread|Core|Socket"; grep -E "MemTotal|MemAvailable" /proc/meminfo) > $OUT/device.txt 2>&1
 run() { local name=$1; shift; echo "== $name: $*" >> $OUT/log.txt; /usr/bin/time -f "$name wall %e s user %U s sys %S s maxrss %M KB" "$@" --backend cuda > /tmp/$name.txt 2>&1; echo "rc=$?" >> /tmp/$name.txt; tail -4 /tmp/$name.txt >> $OUT/log.txt; (echo "==== $name: $*"; cat /tmp/$name.txt) >> $OUT/runs.txt; }
 FIVE="--only tf_embed_dense --only tf_add --only tf_rms --only tf_softmax_stats --only tf_sum_partials"
@@ -28,6 +31,9 @@ run d-writes-table-9 $D --kernels $W --only tf_embed_dense --case 9 --no-control
 run d-whole-1 $D --timings; cp reports/last/sm_90.json $OUT/d-whole-1.json
 run d-five-2 $D $FIVE --no-controls --timings
 run d-writes-table-1 $D --kernels $W --only tf_embed_dense --case 1 --no-controls
+run p-five-cold $P $FIVE --no-controls --timings --cache-dir /tmp/cold-p
+run d-five-cold2 $D $FIVE --no-controls --timings --cache-dir /tmp/cold-d
+run p-whole-1 $P --timings
 # record and control lines (the timing columns apart), compared afterwards with H's whole run
 # of reports/sm_90/speed-3791c17/5-head (the same record paths as e5b21b8)
 grep -E "^[a-z_0-9]+ \(" /tmp/d-whole-1.txt | sort > $OUT/d-whole-1.lines
