@@ -1702,7 +1702,7 @@ fn run_case(
                 .map(|name| (*name, tensors[*name].device_address()))
                 .collect();
             let pieces = (&mut tensors, &input_bytes, whole.clone(), sources);
-            outcome = Some(run_seams(context, (contract, record, module), (index, case), axis, pieces, &mut phases)?);
+            outcome = Some(run_seams(context, (contract, record, module), (index, case), axis, pieces, device.as_ref(), &mut phases)?);
             lap.take();
             for name in &row_inputs {
                 if unchanged(&row_inputs_checked, name) {
@@ -1836,6 +1836,7 @@ fn run_seams(
     (index, case): (usize, &Case),
     axis: &crate::contract::RowAxis,
     (tensors, inputs, outputs, sources): WholeBatch,
+    device: Option<&DeviceDraw>,
     phases: &mut Phases,
 ) -> Result<crate::seams::Outcome, String> {
     let rows = usize::try_from(case.symbols[&axis.axis]).map_err(|_| format!("`{}` is not a row count", axis.axis))?;
@@ -1855,6 +1856,7 @@ fn run_seams(
         inputs,
         outputs,
         sources,
+        device,
     };
     crate::seams::run(&batch, tensors, &plans, phases)
 }

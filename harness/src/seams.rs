@@ -158,6 +158,9 @@ pub(crate) struct Batch<'a> {
     /// after the pieces found one changed, the others. The rows of any other input go up from
     /// `inputs`.
     pub sources: BTreeMap<&'a str, u64>,
+    /// On a GPU, the harness's hash that checks a piece's input of 64 MiB or more on the
+    /// device (as gate 3 checks the whole batch's), where it is read back otherwise.
+    pub device: Option<&'a crate::inputs::device::DeviceDraw<'a>>,
 }
 
 /// What the pieces of a case showed: each plan's figures, each output's failure (its first
@@ -277,7 +280,7 @@ fn run_plans(
                 }
                 if let (false, Some(whole)) = (walls.contains_key(&(*name, Wall::Input)), batch.inputs.get(*name)) {
                     let row_bytes = shapes[*name][1..].iter().product::<usize>() * dtypes[*name].size();
-                    broken.push((Wall::Input, piece_input_changed(tensor, whole, piece, row_bytes).map_err(text)?));
+                    broken.push((Wall::Input, piece_input_changed(tensor, whole, (piece, row_bytes), batch.device)?));
                 }
                 for (wall, failure) in broken.into_iter().filter_map(|(wall, failure)| Some((wall, failure?))) {
                     let message = format!("{}: {}", piece_label(plan, index), failure.message);
@@ -339,10 +342,23 @@ fn runs(piece: &[usize]) -> Vec<(usize, std::ops::Range<usize>)> {
 }
 
 /// Gate 5's check that a piece's launch left its rows of an input as the whole batch's bytes
-/// have them, read back a slice at a time (a GPU-only case's row is gigabytes); only a changed
-/// input is read whole, for its failure's count and first element.
-fn piece_input_changed(tensor: &Tensor, whole: &[u8], piece: &[usize], row_bytes: usize) -> Result<Option<Failure>, engine::EngineError> {
-    piece_input_changed_in_slices(tensor, whole, (piece, row_bytes), crate::runner::INPUT_CHECK_SLICE)
+/// have them: by the keyed hash on the device where there is one (a piece of 64 MiB or more),
+/// else read back a slice at a time (a GPU-only case's row is gigabytes); only a changed input
+/// is read whole, for its failure's count and first element.
+pub(crate) fn piece_input_changed(
+    tensor: &Tensor,
+    whole: &[u8],
+    (piece, row_bytes): (&[usize], usize),
+    device: Option<&crate::inputs::device::DeviceDraw>,
+) -> Result<Option<Failure>, String> {
+    let text = |e: engine::EngineError| crate::runner::error_chain(&e);
+    let parts: Vec<&[u8]> = runs(piece).into_iter().map(|(_, rows)| &whole[rows.start * row_bytes..rows.end * row_bytes]).collect();
+    match device.and_then(|device| device.holds_parts(tensor, &parts)) {
+        Some(Ok(true)) => Ok(None),
+        Some(Ok(false)) => Ok(crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read().map_err(text)?)),
+        Some(Err(e)) => Err(e),
+        None => piece_input_changed_in_slices(tensor, whole, (piece, row_bytes), crate::runner::INPUT_CHECK_SLICE).map_err(text),
+    }
 }
 
 fn piece_input_changed_in_slices(
@@ -611,6 +627,7 @@ mod tests {
             inputs: &inputs,
             outputs: [("out", whole.as_slice())].into(),
             sources: if copied { [("x", tensors["x"].device_address())].into() } else { BTreeMap::new() },
+            device: None,
         };
         let outcome = run(&batch, &mut tensors, &plans(rows, &[1, 7], &[2, 32]), &mut Phases::default()).unwrap();
         (outcome, tensors)

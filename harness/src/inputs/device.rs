@@ -132,14 +132,26 @@ impl<'a> DeviceDraw<'a> {
     /// key each call); `None` where it is not checked so (a tensor under
     /// `HASHED_ON_DEVICE_BYTES`), and the caller reads it back.
     pub fn holds(&self, tensor: &engine::tensor::Tensor, before: &[u8]) -> Option<Result<bool, String>> {
-        let aligned = tensor.device_address().is_multiple_of(8);
-        (tensor.bytes() >= HASHED_ON_DEVICE_BYTES && aligned && before.len() == tensor.bytes()).then(|| self.hash_matches(tensor, before))
+        self.holds_parts(tensor, &[before])
     }
 
-    fn hash_matches(&self, tensor: &engine::tensor::Tensor, before: &[u8]) -> Result<bool, String> {
+    /// [`DeviceDraw::holds`] where the bytes wanted are `parts` one after another (gate 5's
+    /// piece of rows, taken from the whole batch's bytes without copying them together);
+    /// `None` also where a part but the last is not of whole 64-bit words.
+    pub fn holds_parts(&self, tensor: &engine::tensor::Tensor, parts: &[&[u8]]) -> Option<Result<bool, String>> {
+        let aligned = tensor.device_address().is_multiple_of(8);
+        let whole_words = parts.iter().rev().skip(1).all(|part| part.len().is_multiple_of(8));
+        let bytes: usize = parts.iter().map(|part| part.len()).sum();
+        (tensor.bytes() >= HASHED_ON_DEVICE_BYTES && aligned && whole_words && bytes == tensor.bytes() && !parts.is_empty())
+            .then(|| self.hash_matches(tensor, parts))
+    }
+
+    /// `parts` holds whole 64-bit words but for the last, and is not empty.
+    fn hash_matches(&self, tensor: &engine::tensor::Tensor, parts: &[&[u8]]) -> Result<bool, String> {
         let text = |e: engine::EngineError| crate::runner::error_chain(&e);
         let key = fresh_key();
-        let words = before.len() / 8;
+        let bytes: usize = parts.iter().map(|part| part.len()).sum();
+        let words = bytes / 8;
         let module = self.module()?;
         let threads = (words as u64).div_ceil(BLOCK_THREADS as u64).clamp(1, HASH_BLOCKS) * BLOCK_THREADS as u64;
         let partials = self.backend.allocate(threads as usize * 8).map_err(text)?;
@@ -154,12 +166,21 @@ impl<'a> DeviceDraw<'a> {
         let mut sums = vec![0u8; threads as usize * 8];
         partials.read(0, &mut sums).map_err(text)?;
         let on_device = sums.chunks_exact(8).fold(0u64, |sum, w| sum.wrapping_add(u64::from_le_bytes(w.try_into().unwrap())));
-        // the bytes past the last whole word, compared as they are
-        let mut tail = vec![0u8; before.len() % 8];
+        let mut on_host = 0u64;
+        let mut first_word = 0u64;
+        for part in parts {
+            let whole = part.len() / 8 * 8;
+            on_host = on_host.wrapping_add(keyed_hash_from(&part[..whole], key, first_word));
+            first_word += (whole / 8) as u64;
+        }
+        // the bytes past the last whole word (of the last part), compared as they are
+        let last = parts.last().expect("a part");
+        let want_tail = &last[last.len() / 8 * 8..];
+        let mut tail = vec![0u8; want_tail.len()];
         if !tail.is_empty() {
             tensor.read_part(words * 8, &mut tail).map_err(text)?;
         }
-        Ok(on_device == keyed_hash(&before[..words * 8], key) && tail == before[words * 8..])
+        Ok(on_device == on_host && tail == want_tail)
     }
 
     /// The kernel, built by the backend from its source written into the build cache (a file
@@ -204,14 +225,21 @@ impl<'a> DeviceDraw<'a> {
 }
 
 /// `kc_hash` of `bytes` (whole 64-bit words) on the host, on all cores.
+#[cfg(test)]
 fn keyed_hash(bytes: &[u8], key: u64) -> u64 {
+    keyed_hash_from(bytes, key, 0)
+}
+
+/// `kc_hash`'s terms of `bytes` (whole 64-bit words) as the words from `first_word` on of a
+/// longer run, summed on all cores.
+fn keyed_hash_from(bytes: &[u8], key: u64, first_word: u64) -> u64 {
     use rayon::prelude::*;
     const PIECE_WORDS: usize = 1 << 17;
     bytes
         .par_chunks(PIECE_WORDS * 8)
         .enumerate()
         .map(|(piece, chunk)| {
-            let first = (piece * PIECE_WORDS) as u64;
+            let first = first_word + (piece * PIECE_WORDS) as u64;
             chunk.chunks_exact(8).enumerate().fold(0u64, |sum, (i, word)| {
                 let word = u64::from_le_bytes(word.try_into().unwrap());
                 sum.wrapping_add(super::mix((word ^ key).wrapping_add((first + i as u64 + 1).wrapping_mul(super::GOLDEN_GAMMA))))
@@ -313,15 +341,48 @@ mod tests {
         let before = Generator::parse("int(0, 256)").unwrap().generate(DType::U8, elements, 9, &Symbols::new()).unwrap();
         let mut tensor = engine::tensor::Tensor::allocate(&backend, DType::U8, &[elements]).unwrap();
         tensor.write(&before).unwrap();
-        assert!(draw.hash_matches(&tensor, &before).unwrap());
-        assert!(draw.hash_matches(&tensor, &before).unwrap(), "with another key");
+        assert!(draw.hash_matches(&tensor, &[&before]).unwrap());
+        assert!(draw.hash_matches(&tensor, &[&before]).unwrap(), "with another key");
+        // the same bytes in parts (a piece's runs of rows), each part's words at their places
+        let (a, b) = (8 * 1001, 8 * (elements / 16));
+        assert!(draw.hash_matches(&tensor, &[&before[..a], &before[a..b], &before[b..]]).unwrap());
+        let swapped = [&before[8..16], &before[..8], &before[16..]];
+        assert!(before[..8] != before[8..16] && !draw.hash_matches(&tensor, &swapped).unwrap(), "two words swapped");
         for at in [0, elements / 2 + 5, elements - 9, elements - 1] {
             let mut changed = before.clone();
             changed[at] ^= 0x10;
             tensor.write(&changed).unwrap();
-            assert!(!draw.hash_matches(&tensor, &before).unwrap(), "a bit of byte {at} changed");
+            assert!(!draw.hash_matches(&tensor, &[&before]).unwrap(), "a bit of byte {at} changed");
+            assert!(!draw.hash_matches(&tensor, &[&before[..a], &before[a..]]).unwrap(), "in parts, a bit of byte {at} changed");
         }
         assert_ne!(keyed_hash(&before[..64], 1), keyed_hash(&before[..64], 2), "the key counts");
+    }
+
+    /// Gate 5's check of a piece's input of 64 MiB or more goes through the hash (its runs of
+    /// rows taken from the whole batch's bytes in place), and a changed byte is still named.
+    #[test]
+    fn a_pieces_large_input_is_checked_by_the_hash_in_runs_of_rows() {
+        let cache = tempfile::tempdir().unwrap();
+        let backend = host_backend(cache.path());
+        let draw = DeviceDraw::anywhere(&backend, cache.path());
+        // 4 rows of 24 MiB; the piece is rows 0, 2 and 3 (72 MiB: two runs)
+        let row_bytes = 24 << 20;
+        let whole = Generator::parse("int(0, 256)").unwrap().generate(DType::U8, 4 * row_bytes, 5, &Symbols::new()).unwrap();
+        let piece = [0, 2, 3];
+        let mut tensor = engine::tensor::Tensor::allocate(&backend, DType::U8, &[3, row_bytes]).unwrap();
+        let gathered: Vec<u8> = piece.iter().flat_map(|r| whole[r * row_bytes..(r + 1) * row_bytes].iter().copied()).collect();
+        tensor.write(&gathered).unwrap();
+        let parts = [&whole[..row_bytes], &whole[2 * row_bytes..]];
+        assert!(matches!(draw.holds_parts(&tensor, &parts), Some(Ok(true))), "checked by the hash");
+        assert_eq!(crate::seams::piece_input_changed(&tensor, &whole, (&piece, row_bytes), Some(&draw)).unwrap().map(|f| f.message), None);
+        let mut changed = gathered.clone();
+        changed[row_bytes + 7] ^= 1;
+        tensor.write(&changed).unwrap();
+        assert!(matches!(draw.holds_parts(&tensor, &parts), Some(Ok(false))));
+        let failure = crate::seams::piece_input_changed(&tensor, &whole, (&piece, row_bytes), Some(&draw)).unwrap().expect("a change");
+        assert!(failure.message.contains("1 of 75,497,472 elements, first [1, 7]"), "{}", failure.message);
+        // a part of a word's fraction before the last: read back instead
+        assert!(draw.holds_parts(&tensor, &[&gathered[..3], &gathered[3..]]).is_none());
     }
 
     /// The kernel builds for both GPU targets with their own compilers (clang-22 for gfx1201,
