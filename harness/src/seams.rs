@@ -352,7 +352,7 @@ pub(crate) fn piece_input_changed(
     device: Option<&crate::inputs::device::DeviceDraw>,
 ) -> Result<Option<Failure>, String> {
     let text = |e: engine::EngineError| crate::runner::error_chain(&e);
-    let parts: Vec<&[u8]> = runs(piece).into_iter().map(|(_, rows)| &whole[rows.start * row_bytes..rows.end * row_bytes]).collect();
+    let parts: Vec<&[u8]> = piece_parts(whole, piece, row_bytes).into_iter().map(|(_, part)| part).collect();
     match device.and_then(|device| device.holds_parts(tensor, &parts)) {
         Some(Ok(true)) => Ok(None),
         Some(Ok(false)) => Ok(crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read().map_err(text)?)),
@@ -367,10 +367,14 @@ fn piece_input_changed_in_slices(
     (piece, row_bytes): (&[usize], usize),
     slice_bytes: usize,
 ) -> Result<Option<Failure>, engine::EngineError> {
-    let parts: Vec<(usize, &[u8])> =
-        runs(piece).into_iter().map(|(at, rows)| (at * row_bytes, &whole[rows.start * row_bytes..rows.end * row_bytes])).collect();
-    let changed = crate::runner::differs_on_device(tensor, &parts, slice_bytes)?;
+    let changed = crate::runner::differs_on_device(tensor, &piece_parts(whole, piece, row_bytes), slice_bytes)?;
     Ok(if changed { crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read()?) } else { None })
+}
+
+/// A piece's runs of rows as the whole batch's bytes hold them, each with its byte offset in
+/// the piece's tensor (in order: the offsets follow one another).
+fn piece_parts<'w>(whole: &'w [u8], piece: &[usize], row_bytes: usize) -> Vec<(usize, &'w [u8])> {
+    runs(piece).into_iter().map(|(at, rows)| (at * row_bytes, &whole[rows.start * row_bytes..rows.end * row_bytes])).collect()
 }
 
 /// Each row of a piece's output against its row of the whole batch's: counted when any byte

@@ -224,14 +224,8 @@ impl<'a> DeviceDraw<'a> {
     }
 }
 
-/// `kc_hash` of `bytes` (whole 64-bit words) on the host, on all cores.
-#[cfg(test)]
-fn keyed_hash(bytes: &[u8], key: u64) -> u64 {
-    keyed_hash_from(bytes, key, 0)
-}
-
 /// `kc_hash`'s terms of `bytes` (whole 64-bit words) as the words from `first_word` on of a
-/// longer run, summed on all cores.
+/// longer run (0: `kc_hash` of `bytes`), summed on the host's cores.
 fn keyed_hash_from(bytes: &[u8], key: u64, first_word: u64) -> u64 {
     use rayon::prelude::*;
     const PIECE_WORDS: usize = 1 << 17;
@@ -355,7 +349,7 @@ mod tests {
             assert!(!draw.hash_matches(&tensor, &[&before]).unwrap(), "a bit of byte {at} changed");
             assert!(!draw.hash_matches(&tensor, &[&before[..a], &before[a..]]).unwrap(), "in parts, a bit of byte {at} changed");
         }
-        assert_ne!(keyed_hash(&before[..64], 1), keyed_hash(&before[..64], 2), "the key counts");
+        assert_ne!(keyed_hash_from(&before[..64], 1, 0), keyed_hash_from(&before[..64], 2, 0), "the key counts");
     }
 
     /// Gate 5's check of a piece's input of 64 MiB or more goes through the hash (its runs of
