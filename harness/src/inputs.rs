@@ -41,6 +41,12 @@ impl SeededStream {
         SeededStream { state: seed.wrapping_add(draws.wrapping_mul(GOLDEN_GAMMA)) }
     }
 
+    /// This stream after `draws` more draws, made or not: where a later part of it begins,
+    /// so that parts whose draw counts are known can be drawn in parallel, each from its place.
+    pub fn skipped(&self, draws: u64) -> SeededStream {
+        SeededStream { state: self.state.wrapping_add(draws.wrapping_mul(GOLDEN_GAMMA)) }
+    }
+
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(GOLDEN_GAMMA);
