@@ -89,11 +89,17 @@ impl SeededStream {
 
     /// Uniform integer in [low, high) (multiply-shift, no modulo bias worth naming).
     pub fn next_int(&mut self, low: i64, high: i64) -> i64 {
-        // in i128: no range of two i64 bounds overflows there, and the values of every range
-        // that fits i64 are what they always were
-        let range = (high as i128 - low as i128) as u128;
-        (low as i128 + ((self.next_u64() as u128 * range) >> 64) as i128) as i64
+        int_of(self.next_u64(), low, high)
     }
+}
+
+/// A draw as an integer in [low, high) (multiply-shift).
+#[inline(always)]
+fn int_of(draw: u64, low: i64, high: i64) -> i64 {
+    // in i128: no range of two i64 bounds overflows there, and the values of every range
+    // that fits i64 are what they always were
+    let range = (high as i128 - low as i128) as u128;
+    (low as i128 + ((draw as u128 * range) >> 64) as i128) as i64
 }
 
 /// splitmix64's output function of a state.
@@ -317,6 +323,29 @@ impl Elements<'_> {
         }
     }
 
+    /// Each element of `range` set from one draw of `stream` (in element order) and its value
+    /// before, in parallel pieces each from its place in the stream: the bytes, and where
+    /// `stream` is left, are those of one element after another (a row of tf_sum_partials'
+    /// GPU-only case holds 67 M elements).
+    fn set_each_drawn(&mut self, range: std::ops::Range<usize>, stream: &mut SeededStream, value: impl Fn(u64, f64) -> f64 + Sync) {
+        let (dtype, size, origin) = (self.dtype, self.dtype.size(), stream.clone());
+        let set_piece = |first: usize, piece: &mut [u8]| {
+            let mut stream = origin.skipped(first as u64);
+            for element in piece.chunks_exact_mut(size) {
+                let draw = stream.next_u64();
+                let old = dtype.decode(element);
+                dtype.encode(value(draw, old), element);
+            }
+        };
+        let bytes = &mut self.bytes[range.start * size..range.end * size];
+        if range.len() <= PARALLEL_ELEMENTS {
+            set_piece(0, bytes);
+        } else {
+            bytes.par_chunks_mut(PARALLEL_ELEMENTS * size).enumerate().for_each(|(i, piece)| set_piece(i * PARALLEL_ELEMENTS, piece));
+        }
+        *stream = origin.skipped(range.len() as u64);
+    }
+
     /// The element range of a row, or why there is no such row.
     fn row(&self, row: Row) -> Result<std::ops::Range<usize>, String> {
         let i = match row {
@@ -456,21 +485,22 @@ impl Modifier {
             }
             Modifier::NearMaxRow(r) => {
                 let max = limits.map_or(f64::MAX, |(max, _, _)| max);
-                for i in t.row(*r)? {
-                    let magnitude = max * (1.0 - stream.next_unit() / 32.0);
-                    t.set(i, if t.get(i) < 0.0 { -magnitude } else { magnitude });
-                }
+                t.set_each_drawn(t.row(*r)?, stream, |draw, old| {
+                    let magnitude = max * (1.0 - unit_of(draw) / 32.0);
+                    if old < 0.0 { -magnitude } else { magnitude }
+                });
             }
             Modifier::BandRow(r, low, high) => {
                 let max = limits.map_or(f64::MAX, |(max, _, _)| max);
-                for i in t.row(*r)? {
-                    let value = if generator.is_integer() {
-                        stream.next_int(low.ceil() as i64, high.ceil() as i64) as f64
+                let integer = generator.is_integer();
+                t.set_each_drawn(t.row(*r)?, stream, |draw, _| {
+                    let value = if integer {
+                        int_of(draw, low.ceil() as i64, high.ceil() as i64) as f64
                     } else {
-                        low + (high - low) * stream.next_unit()
+                        low + (high - low) * unit_of(draw)
                     };
-                    t.set(i, value.clamp(-max, max));
-                }
+                    value.clamp(-max, max)
+                });
             }
             Modifier::SortedRow(r, ascending) => {
                 let range = t.row(*r)?;
@@ -856,6 +886,35 @@ mod tests {
             return;
         }
         eprintln!("not run: this CPU lacks AVX-512 F and DQ");
+    }
+
+    /// FNV-1a of a tensor's bytes: pins them without storing megabytes.
+    fn fnv1a(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+    }
+
+    /// If this test fails, the drawn rows of every contract's inputs changed: a row of more
+    /// elements than one parallel piece (tf_sum_partials' 67 M) draws what one element after
+    /// another did. The hashes are the serial drawing's.
+    #[test]
+    fn the_drawn_rows_are_pinned_past_one_piece() {
+        let cases: [(&str, DType, &[usize], u64); 4] = [
+            (
+                "normal(0, 1) | band_row(last, 65490, 65530) | no_specials(pinned)",
+                DType::F32,
+                &[2, PARALLEL_ELEMENTS * 2 + 77],
+                0xbb4a_1e4f_162d_607c,
+            ),
+            ("int(0, 9) | band_row(0, 65000, 66000)", DType::F32, &[1, PARALLEL_ELEMENTS + 5], 0xa004_779c_4f9b_31d5),
+            ("normal(0, 1) | near_max_row(1) | no_specials(pinned)", DType::Bf16, &[3, PARALLEL_ELEMENTS + 3], 0x0f95_083d_b2b6_9514),
+            ("normal(0, 1) | band_row(0, -3, 5) | near_max_row(0) | no_specials(pinned)", DType::F16, &[2, 100], 0x6a8d_c284_0a65_d238),
+        ];
+        let got: Vec<u64> = cases
+            .iter()
+            .map(|(spec, dtype, shape, _)| fnv1a(&InputSpec::parse(spec).unwrap().generate(*dtype, shape, 5, &Symbols::new()).unwrap()))
+            .collect();
+        let want: Vec<u64> = cases.iter().map(|c| c.3).collect();
+        assert_eq!(got, want, "{got:#018x?}");
     }
 
     /// If this test fails, every contract's inputs changed: the generator must never change.
