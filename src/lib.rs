@@ -5,6 +5,7 @@ pub mod amdgpu;
 pub mod backend;
 pub mod dtype;
 pub mod error;
+pub mod host_buffer;
 pub mod ops;
 pub mod shape_expr;
 pub mod tensor;

@@ -104,7 +104,7 @@ impl Tensor {
     }
 
     pub fn read(&self) -> Result<Vec<u8>, EngineError> {
-        let mut out = vec![0u8; self.bytes()];
+        let mut out = crate::host_buffer::zeroed(self.bytes());
         self.buffer.read(GUARD_BYTES, &mut out)?;
         Ok(out)
     }

@@ -664,7 +664,7 @@ impl Generator {
         }
         let (low, high) = self.int_bounds(symbols)?;
         let draws = self.draws_per_value();
-        let mut each: Vec<Vec<u8>> = dtypes.iter().map(|dtype| vec![0u8; elements * dtype.size()]).collect();
+        let mut each: Vec<Vec<u8>> = dtypes.iter().map(|dtype| engine::host_buffer::zeroed(elements * dtype.size())).collect();
         // pieces of `PARALLEL_ELEMENTS`, each with its elements' bytes in every type
         let mut pieces: Vec<Vec<(DType, &mut [u8])>> = (0..elements.div_ceil(PARALLEL_ELEMENTS)).map(|_| Vec::new()).collect();
         for (dtype, bytes) in dtypes.iter().zip(each.iter_mut()) {
@@ -735,7 +735,7 @@ impl Generator {
 
     /// `elements` values of `dtype`, little-endian, from `seed`.
     pub fn generate(&self, dtype: DType, elements: usize, seed: u64, symbols: &Symbols) -> Result<Vec<u8>, String> {
-        let mut out = vec![0u8; elements * dtype.size()];
+        let mut out = engine::host_buffer::zeroed(elements * dtype.size());
         let bounds = self.int_bounds(symbols)?;
         let (size, draws) = (dtype.size(), self.draws_per_value());
         let fill = |first: usize, piece: &mut [u8]| {

@@ -123,7 +123,7 @@ impl<'a> DeviceDraw<'a> {
         let blocks = (elements as u64).div_ceil(BLOCK_THREADS as u64).clamp(1, MOST_BLOCKS) as u32;
         let dims = LaunchDims { grid: [blocks, 1, 1], block: [BLOCK_THREADS, 1, 1], dynamic_shared: 0 };
         module.launch(KERNEL, dims, Schedule::default(), &args).map_err(text)?;
-        let mut bytes = vec![0u8; elements * dtype.size()];
+        let mut bytes = engine::host_buffer::zeroed(elements * dtype.size());
         buffer.read(0, &mut bytes).map_err(text)?;
         Ok(bytes)
     }
