@@ -21,7 +21,7 @@ pub use crate::events::{CaseData, CaseDone, CaseWatcher, TensorData};
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
-use crate::inputs::device::DeviceDraw;
+use crate::inputs::device::{DeviceDraw, Seal};
 use crate::inputs::{Planting, Sites, tensor_seed};
 use crate::limits::{self, LimitsReport};
 use crate::oracle::InputValues;
@@ -857,7 +857,7 @@ pub(crate) struct InputCache {
     /// Device tensors of large inputs (`KEPT_TENSOR_BYTES` and more) that the last case to
     /// take them left as uploaded, guard bands and all: the next record's case of the same
     /// bytes launches on them, not on a fresh upload of gigabytes (`take_tensor`).
-    tensors: HashMap<InputKey, Tensor>,
+    tensors: HashMap<InputKey, (Tensor, Option<Seal>)>,
 }
 
 impl InputCache {
@@ -916,7 +916,7 @@ impl InputCache {
     /// is red at gate 3 there, with a note that the buffer was kept. A miss frees the kept
     /// tensor of the same input and case in another type, so that a gigabyte buffer is not
     /// held beside its successor.
-    fn take_tensor(&mut self, key: &InputKey, bytes: usize) -> Option<Tensor> {
+    fn take_tensor(&mut self, key: &InputKey, bytes: usize) -> Option<(Tensor, Option<Seal>)> {
         if bytes < KEPT_TENSOR_BYTES {
             return None;
         }
@@ -933,10 +933,11 @@ impl InputCache {
         self.tensors.retain(|kept, _| kept.0 != key.0 || kept == key);
     }
 
-    /// Keeps a large input's tensor that its case left unchanged for the next record's case.
-    fn keep_tensor(&mut self, key: InputKey, tensor: Tensor) {
+    /// Keeps a large input's tensor that its case left unchanged for the next record's case,
+    /// with its seal where it has one (gate 3's check of it on the device).
+    fn keep_tensor(&mut self, key: InputKey, tensor: Tensor, seal: Option<Seal>) {
         if tensor.bytes() >= KEPT_TENSOR_BYTES {
-            self.tensors.insert(key, tensor);
+            self.tensors.insert(key, (tensor, seal));
         }
     }
 
@@ -1505,6 +1506,8 @@ fn run_case(
     let mut seeds = BTreeMap::new();
     // inputs launched on in a tensor an earlier record's case left unchanged (`take_tensor`)
     let mut kept_inputs: Vec<&str> = Vec::new();
+    // gate 3's checks of the large inputs on the device (`DeviceDraw::seal`)
+    let mut seals: BTreeMap<&str, Seal> = BTreeMap::new();
     let device = settings.device_inputs.then(|| DeviceDraw::on(backend, &settings.cache_dir)).flatten();
     for spec in op.tensors {
         let dtype = record.dtypes[spec.name];
@@ -1548,7 +1551,7 @@ fn run_case(
             };
             input_values.insert(spec.name.to_string(), values);
             phases.inputs += lap.take();
-            let tensor = match inputs.take_tensor(&key, bytes.len()) {
+            let (tensor, seal) = match inputs.take_tensor(&key, bytes.len()) {
                 Some(kept) => {
                     kept_inputs.push(spec.name);
                     kept
@@ -1556,9 +1559,13 @@ fn run_case(
                 None => {
                     let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
                     tensor.write(&bytes).map_err(text)?;
-                    tensor
+                    let seal = device.as_ref().and_then(|device| device.seal(&tensor, &bytes)).transpose();
+                    (tensor, seal.map_err(|e| format!("uploading `{}`: {e}", spec.name))?)
                 }
             };
+            if let Some(seal) = seal {
+                seals.insert(spec.name, seal);
+            }
             phases.upload += lap.take();
             input_keys.push((spec.name.to_string(), key));
             input_bytes.insert(spec.name.to_string(), bytes);
@@ -1706,7 +1713,8 @@ fn run_case(
             lap.take();
             for name in &row_inputs {
                 if unchanged(&row_inputs_checked, name) {
-                    row_inputs_checked.insert(name, input_check(&tensors[*name], &input_bytes[*name], device.as_ref())?);
+                    let checked = input_check(&tensors[*name], &input_bytes[*name], device.as_ref().zip(seals.get(name)))?;
+                    row_inputs_checked.insert(name, checked);
                 }
             }
             phases.download += lap.take();
@@ -1794,7 +1802,7 @@ fn run_case(
             // a row input was read back after gate 5's pieces, the last launches of the case
             let changed = match row_inputs_checked.remove(spec.name) {
                 Some(checked) => checked,
-                None => input_check(tensor, &input_bytes[spec.name], device.as_ref())?,
+                None => input_check(tensor, &input_bytes[spec.name], device.as_ref().zip(seals.get(spec.name)))?,
             };
             match changed {
                 Some(failure) => {
@@ -1809,7 +1817,8 @@ fn run_case(
     }
     for (name, key) in input_keys.into_iter().filter(|(name, _)| unchanged_inputs.contains(&name.as_str())) {
         let tensor = tensors.remove(&name).expect("an input's tensor");
-        inputs.keep_tensor(key, tensor);
+        let seal = seals.get(name.as_str()).copied();
+        inputs.keep_tensor(key, tensor, seal);
     }
     report.wrote_outside |= !broken.is_empty() || !piece_walls.is_empty();
     // a wall only a piece broke is gate 5's; one the whole batch broke too is said above
@@ -1901,13 +1910,16 @@ const PARALLEL_BYTES: usize = 1 << 22;
 /// a slice at a time into one buffer: a GPU-only case's inputs are gigabytes, and a whole copy
 /// of each into fresh memory took seconds a record. Only a changed input is read whole, for
 /// its failure's count and first element.
-fn input_check(tensor: &Tensor, before: &[u8], device: Option<&DeviceDraw>) -> Result<Option<Failure>, String> {
-    match device.and_then(|device| device.holds(tensor, before)) {
-        Some(Ok(true)) => Ok(None),
-        // a hash that differs: the bytes read back say where (or that they are the same after all)
-        Some(Ok(false)) => Ok(input_changed(tensor, before, &tensor.read().map_err(|e| error_chain(&e))?)),
-        Some(Err(e)) => Err(e),
+/// Gate 3's check that `tensor` still holds `before`: on the device by its seal where it was
+/// sealed as it went up, else read back.
+pub(crate) fn input_check(tensor: &Tensor, before: &[u8], sealed: Option<(&DeviceDraw, &Seal)>) -> Result<Option<Failure>, String> {
+    match sealed {
         None => input_check_in_slices(tensor, before, INPUT_CHECK_SLICE).map_err(|e| error_chain(&e)),
+        Some((device, seal)) => match device.holds_sealed(tensor, seal, before)? {
+            true => Ok(None),
+            // a hash that differs: the bytes read back say where (or that they are the same after all)
+            false => Ok(input_changed(tensor, before, &tensor.read().map_err(|e| error_chain(&e))?)),
+        },
     }
 }
 
@@ -2323,17 +2335,18 @@ odd_multiple = { k = "a test's contract" }
         let (result, _) = run(first, &mut inputs);
         assert!(matches!(result.outcome, Outcome::Pass), "{:?} {:?}", result.failures, result.error);
         assert_eq!(inputs.tensors.len(), 1, "the 64 MiB table kept, the small one not");
-        let kept = inputs.tensors.values().next().unwrap().device_address();
+        let kept = inputs.tensors.values().next().unwrap().0.device_address();
         // the second record's large case launches on the kept tensor, its small one on its own
         let (result, tables) = run(second, &mut inputs);
         assert!(matches!(result.outcome, Outcome::Pass), "{:?} {:?}", result.failures, result.error);
         // (an address alone could be a fresh buffer's at the freed one's place: the change
         // below, made to the kept tensor, is what shows the next record launching on it)
         assert_eq!(tables.iter().filter(|t| **t == kept).count(), 3, "the large case's three launches: {tables:x?}");
-        assert_eq!(inputs.tensors.values().next().unwrap().device_address(), kept, "kept again");
+        assert_eq!(inputs.tensors.values().next().unwrap().0.device_address(), kept, "kept again");
         // one element changed between records, as a stray write of another case's launch would:
         // red at shapes in the record that takes the tensor, said so, and the tensor dropped
-        let tensor = inputs.tensors.values_mut().next().unwrap();
+        let (tensor, seal) = inputs.tensors.values_mut().next().unwrap();
+        assert!(seal.is_none(), "no device hash here");
         let mut bytes = tensor.read().unwrap();
         bytes[(7 * 4096 + 2) * 4..][..4].copy_from_slice(&1234.5f32.to_le_bytes());
         tensor.write(&bytes).unwrap();

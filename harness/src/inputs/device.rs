@@ -6,12 +6,15 @@
 //! used: a device that draws otherwise is an error of the record, never other inputs.
 //!
 //! Gate 3's check that such an input is unchanged after a record's launches is a keyed hash of
-//! its bytes on the device (`kc_hash`) against the same hash of the host copy, the key drawn
-//! afresh for each check, where the bytes were read back whole (0.6 to 2.7 s for 8 GiB a
-//! record, every record of a GPU-only case); a hash that differs reads the input back for the
-//! failure's elements. What it does not stop: a kernel under test that rewrites the harness's
-//! own kernel's code in device memory (the README's security model: the isolation stops
-//! accidents, not a kernel that sets out to escape).
+//! its bytes on the device (`kc_hash`), where the bytes were read back whole (0.6 to 2.7 s for
+//! 8 GiB a record, every record of a GPU-only case). The tensor is sealed as it goes up: a key
+//! drawn then, the device's hash with it proven equal to the host copy's (so the upload itself
+//! is checked), and each later check hashes on the device alone against the seal, where a host
+//! pass over the copy cost 0.1 to 0.25 s a record. The key is never given to a kernel under
+//! test, so no change it makes can aim at it. A hash that differs reads the input back for the
+//! failure's elements. What it does not stop: a kernel under test that reads the key from the
+//! process's memory, or rewrites the harness's own kernel's code in device memory (the README's
+//! security model: the isolation stops accidents, not a kernel that sets out to escape).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -45,6 +48,15 @@ const ENDS_CHECKED: usize = 4096;
 const SPREAD_CHECKED: usize = 65_536;
 const SEEDED_CHECKED: usize = 65_536;
 
+/// What a large input's tensor held when it went up, for gate 3's later checks: a key drawn
+/// then (never given to a kernel under test) and the device's keyed hash of the tensor with
+/// it, which was the host copy's.
+#[derive(Clone, Copy, Debug)]
+pub struct Seal {
+    key: u64,
+    hash: u64,
+}
+
 /// The device's drawing of inputs, for one backend and its build cache.
 pub struct DeviceDraw<'a> {
     backend: &'a dyn Backend,
@@ -60,7 +72,7 @@ impl<'a> DeviceDraw<'a> {
 
     /// The same on any backend (the host's included): tests run the kernel on the host backend.
     #[cfg(test)]
-    fn anywhere(backend: &'a dyn Backend, cache_dir: &'a Path) -> DeviceDraw<'a> {
+    pub(crate) fn anywhere(backend: &'a dyn Backend, cache_dir: &'a Path) -> DeviceDraw<'a> {
         DeviceDraw { backend, cache_dir }
     }
 
@@ -128,30 +140,72 @@ impl<'a> DeviceDraw<'a> {
         Ok(bytes)
     }
 
-    /// Whether `tensor`'s data on the device is `before`, by the keyed hash of both (a fresh
-    /// key each call); `None` where it is not checked so (a tensor under
-    /// `HASHED_ON_DEVICE_BYTES`), and the caller reads it back.
-    pub fn holds(&self, tensor: &engine::tensor::Tensor, before: &[u8]) -> Option<Result<bool, String>> {
-        self.holds_parts(tensor, &[before])
+    /// The seal of `tensor`, just written with `bytes`: a fresh key and the device's hash with
+    /// it, found equal to the host's hash of `bytes` (else an error: the device does not hold
+    /// what was sent); `None` where it is not checked so (a tensor under
+    /// `HASHED_ON_DEVICE_BYTES`), and its checks read it back.
+    pub fn seal(&self, tensor: &engine::tensor::Tensor, bytes: &[u8]) -> Option<Result<Seal, String>> {
+        self.hashed(tensor, &[bytes]).then(|| {
+            let key = fresh_key();
+            let words = bytes.len() / 8;
+            let on_device = self.device_hash(tensor, words, key)?;
+            let on_host = keyed_hash_from(&bytes[..words * 8], key, 0);
+            if on_device != on_host || !self.tail_holds(tensor, words, &bytes[words * 8..])? {
+                return Err(format!(
+                    "the device does not hold the {} bytes sent to it: its keyed hash is {on_device:#018x}, the host copy's \
+                     {on_host:#018x} (or the bytes past the last whole word differ)",
+                    crate::format::count(bytes.len())
+                ));
+            }
+            Ok(Seal { key, hash: on_device })
+        })
     }
 
-    /// [`DeviceDraw::holds`] where the bytes wanted are `parts` one after another (gate 5's
-    /// piece of rows, taken from the whole batch's bytes without copying them together);
-    /// `None` also where a part but the last is not of whole 64-bit words.
+    /// Whether `tensor` still holds what it held when `seal` was made of it (`bytes`, whose
+    /// bytes past the last whole word are compared as they are), by the device's hash alone.
+    pub fn holds_sealed(&self, tensor: &engine::tensor::Tensor, seal: &Seal, bytes: &[u8]) -> Result<bool, String> {
+        let words = bytes.len() / 8;
+        Ok(self.device_hash(tensor, words, seal.key)? == seal.hash && self.tail_holds(tensor, words, &bytes[words * 8..])?)
+    }
+
+    /// Whether `tensor`'s data on the device is `parts` one after another (gate 5's piece of
+    /// rows, taken from the whole batch's bytes without copying them together), by the keyed
+    /// hash of both (a fresh key each call); `None` where it is not checked so (a tensor under
+    /// `HASHED_ON_DEVICE_BYTES`, or a part but the last not of whole 64-bit words), and the
+    /// caller reads it back.
     pub fn holds_parts(&self, tensor: &engine::tensor::Tensor, parts: &[&[u8]]) -> Option<Result<bool, String>> {
+        self.hashed(tensor, parts).then(|| self.hash_matches(tensor, parts))
+    }
+
+    /// Whether `tensor`, to hold `parts` one after another, is checked by the hash.
+    fn hashed(&self, tensor: &engine::tensor::Tensor, parts: &[&[u8]]) -> bool {
         let aligned = tensor.device_address().is_multiple_of(8);
         let whole_words = parts.iter().rev().skip(1).all(|part| part.len().is_multiple_of(8));
         let bytes: usize = parts.iter().map(|part| part.len()).sum();
-        (tensor.bytes() >= HASHED_ON_DEVICE_BYTES && aligned && whole_words && bytes == tensor.bytes() && !parts.is_empty())
-            .then(|| self.hash_matches(tensor, parts))
+        tensor.bytes() >= HASHED_ON_DEVICE_BYTES && aligned && whole_words && bytes == tensor.bytes() && !parts.is_empty()
     }
 
     /// `parts` holds whole 64-bit words but for the last, and is not empty.
     fn hash_matches(&self, tensor: &engine::tensor::Tensor, parts: &[&[u8]]) -> Result<bool, String> {
-        let text = |e: engine::EngineError| crate::runner::error_chain(&e);
         let key = fresh_key();
         let bytes: usize = parts.iter().map(|part| part.len()).sum();
         let words = bytes / 8;
+        let on_device = self.device_hash(tensor, words, key)?;
+        let mut on_host = 0u64;
+        let mut first_word = 0u64;
+        for part in parts {
+            let whole = part.len() / 8 * 8;
+            on_host = on_host.wrapping_add(keyed_hash_from(&part[..whole], key, first_word));
+            first_word += (whole / 8) as u64;
+        }
+        // the bytes past the last whole word (of the last part), compared as they are
+        let last = parts.last().expect("a part");
+        Ok(on_device == on_host && self.tail_holds(tensor, words, &last[last.len() / 8 * 8..])?)
+    }
+
+    /// `kc_hash` of the first `words` 64-bit words of `tensor`'s data with `key`, on the device.
+    fn device_hash(&self, tensor: &engine::tensor::Tensor, words: usize, key: u64) -> Result<u64, String> {
+        let text = |e: engine::EngineError| crate::runner::error_chain(&e);
         let module = self.module()?;
         let threads = (words as u64).div_ceil(BLOCK_THREADS as u64).clamp(1, HASH_BLOCKS) * BLOCK_THREADS as u64;
         let partials = self.backend.allocate(threads as usize * 8).map_err(text)?;
@@ -165,22 +219,16 @@ impl<'a> DeviceDraw<'a> {
         module.launch(HASH_KERNEL, dims, Schedule::default(), &args).map_err(|e| format!("the harness's hash of an input: {}", text(e)))?;
         let mut sums = vec![0u8; threads as usize * 8];
         partials.read(0, &mut sums).map_err(text)?;
-        let on_device = sums.chunks_exact(8).fold(0u64, |sum, w| sum.wrapping_add(u64::from_le_bytes(w.try_into().unwrap())));
-        let mut on_host = 0u64;
-        let mut first_word = 0u64;
-        for part in parts {
-            let whole = part.len() / 8 * 8;
-            on_host = on_host.wrapping_add(keyed_hash_from(&part[..whole], key, first_word));
-            first_word += (whole / 8) as u64;
-        }
-        // the bytes past the last whole word (of the last part), compared as they are
-        let last = parts.last().expect("a part");
-        let want_tail = &last[last.len() / 8 * 8..];
-        let mut tail = vec![0u8; want_tail.len()];
+        Ok(sums.chunks_exact(8).fold(0u64, |sum, w| sum.wrapping_add(u64::from_le_bytes(w.try_into().unwrap()))))
+    }
+
+    /// Whether `tensor`'s bytes past its first `words` whole words are `want` (fewer than 8).
+    fn tail_holds(&self, tensor: &engine::tensor::Tensor, words: usize, want: &[u8]) -> Result<bool, String> {
+        let mut tail = vec![0u8; want.len()];
         if !tail.is_empty() {
-            tensor.read_part(words * 8, &mut tail).map_err(text)?;
+            tensor.read_part(words * 8, &mut tail).map_err(|e| crate::runner::error_chain(&e))?;
         }
-        Ok(on_device == on_host && tail == want_tail)
+        Ok(tail == want)
     }
 
     /// The kernel, built by the backend from its source written into the build cache (a file
@@ -350,6 +398,43 @@ mod tests {
             assert!(!draw.hash_matches(&tensor, &[&before[..a], &before[a..]]).unwrap(), "in parts, a bit of byte {at} changed");
         }
         assert_ne!(keyed_hash_from(&before[..64], 1, 0), keyed_hash_from(&before[..64], 2, 0), "the key counts");
+    }
+
+    /// A tensor sealed as it went up is checked by the device's hash alone: it holds while
+    /// nothing changed, a changed bit in a whole word or past the last one shows, and a seal of
+    /// bytes the device does not hold is refused as the upload's fault, naming both hashes.
+    #[test]
+    fn a_sealed_tensor_is_checked_on_the_device_and_a_wrong_upload_is_refused() {
+        let cache = tempfile::tempdir().unwrap();
+        let backend = host_backend(cache.path());
+        let draw = DeviceDraw::anywhere(&backend, cache.path());
+        let elements = HASHED_ON_DEVICE_BYTES + 5;
+        let bytes = Generator::parse("int(0, 256)").unwrap().generate(DType::U8, elements, 3, &Symbols::new()).unwrap();
+        let mut tensor = engine::tensor::Tensor::allocate(&backend, DType::U8, &[elements]).unwrap();
+        tensor.write(&bytes).unwrap();
+        let seal = draw.seal(&tensor, &bytes).expect("a large tensor is sealed").unwrap();
+        assert!(draw.holds_sealed(&tensor, &seal, &bytes).unwrap());
+        assert!(draw.holds_sealed(&tensor, &seal, &bytes).unwrap(), "again, the same key");
+        for at in [0, elements / 2 + 3, elements - 6, elements - 1] {
+            let mut changed = bytes.clone();
+            changed[at] ^= 0x40;
+            tensor.write(&changed).unwrap();
+            assert!(!draw.holds_sealed(&tensor, &seal, &bytes).unwrap(), "a bit of byte {at} changed");
+            let refused = draw.seal(&tensor, &bytes).unwrap().unwrap_err();
+            assert!(refused.starts_with("the device does not hold the 67,108,869 bytes sent to it: its keyed hash is 0x"), "{refused}");
+        }
+        tensor.write(&bytes).unwrap();
+        assert!(draw.holds_sealed(&tensor, &seal, &bytes).unwrap(), "the bytes back as sealed");
+        let small = engine::tensor::Tensor::allocate(&backend, DType::U8, &[64]).unwrap();
+        assert!(draw.seal(&small, &[0u8; 64]).is_none(), "a small tensor is read back instead");
+        // gate 3's check through the seal: green as sealed, a changed element named as read back
+        let check = |tensor: &engine::tensor::Tensor| crate::runner::input_check(tensor, &bytes, Some((&draw, &seal))).unwrap();
+        assert!(check(&tensor).is_none());
+        let mut changed = bytes.clone();
+        changed[elements - 2] ^= 1;
+        tensor.write(&changed).unwrap();
+        let failure = check(&tensor).expect("a changed input");
+        assert!(failure.message.starts_with("input changed: 1 of 67,108,869 elements, first [67108867]"), "{}", failure.message);
     }
 
     /// Gate 5's check of a piece's input of 64 MiB or more goes through the hash (its runs of
