@@ -1558,9 +1558,11 @@ fn run_case(
                 }
                 None => {
                     let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
-                    tensor.write(&bytes).map_err(text)?;
-                    let seal = device.as_ref().and_then(|device| device.seal(&tensor, &bytes)).transpose();
-                    (tensor, seal.map_err(|e| format!("uploading `{}`: {e}", spec.name))?)
+                    let seal = match &device {
+                        Some(device) => device.write_sealed(&mut tensor, &bytes).map_err(|e| format!("uploading `{}`: {e}", spec.name))?,
+                        None => tensor.write(&bytes).map(|()| None).map_err(text)?,
+                    };
+                    (tensor, seal)
                 }
             };
             if let Some(seal) = seal {

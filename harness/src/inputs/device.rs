@@ -140,25 +140,50 @@ impl<'a> DeviceDraw<'a> {
         Ok(bytes)
     }
 
-    /// The seal of `tensor`, just written with `bytes`: a fresh key and the device's hash with
-    /// it, found equal to the host's hash of `bytes` (else an error: the device does not hold
-    /// what was sent); `None` where it is not checked so (a tensor under
-    /// `HASHED_ON_DEVICE_BYTES`), and its checks read it back.
-    pub fn seal(&self, tensor: &engine::tensor::Tensor, bytes: &[u8]) -> Option<Result<Seal, String>> {
+    /// Writes `bytes` into `tensor` and seals it where it is checked so (a tensor of
+    /// `HASHED_ON_DEVICE_BYTES` or more): a fresh key, and the device's hash with it found
+    /// equal to the host's hash of `bytes` (else an error: the device does not hold what was
+    /// sent); `None` where it is not checked so, and its checks read it back. The host's hash
+    /// is made beside the copy (one is bound by the bus, the other by host memory).
+    pub fn write_sealed(&self, tensor: &mut engine::tensor::Tensor, bytes: &[u8]) -> Result<Option<Seal>, String> {
+        let text = |e: engine::EngineError| crate::runner::error_chain(&e);
+        if !self.hashed(tensor, &[bytes]) {
+            return tensor.write(bytes).map(|()| None).map_err(text);
+        }
+        let key = fresh_key();
+        let words = bytes.len() / 8;
+        let on_host = std::thread::scope(|scope| {
+            let on_host = scope.spawn(|| keyed_hash_from(&bytes[..words * 8], key, 0));
+            let written = tensor.write(bytes);
+            let on_host = on_host.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            written.map(|()| on_host)
+        });
+        self.sealed_as(tensor, bytes, key, on_host.map_err(text)?).map(Some)
+    }
+
+    /// The seal of `tensor` as it is, taken to hold `bytes` (`write_sealed` without the
+    /// write: the tests' way to a tensor that does not hold what was sent); `None` where it is
+    /// not checked so.
+    #[cfg(test)]
+    fn seal(&self, tensor: &engine::tensor::Tensor, bytes: &[u8]) -> Option<Result<Seal, String>> {
         self.hashed(tensor, &[bytes]).then(|| {
             let key = fresh_key();
-            let words = bytes.len() / 8;
-            let on_device = self.device_hash(tensor, words, key)?;
-            let on_host = keyed_hash_from(&bytes[..words * 8], key, 0);
-            if on_device != on_host || !self.tail_holds(tensor, words, &bytes[words * 8..])? {
-                return Err(format!(
-                    "the device does not hold the {} bytes sent to it: its keyed hash is {on_device:#018x}, the host copy's \
-                     {on_host:#018x} (or the bytes past the last whole word differ)",
-                    crate::format::count(bytes.len())
-                ));
-            }
-            Ok(Seal { key, hash: on_device })
+            self.sealed_as(tensor, bytes, key, keyed_hash_from(&bytes[..bytes.len() / 8 * 8], key, 0))
         })
+    }
+
+    /// The seal of `tensor` with `key`, where the host's hash of `bytes` with it is `on_host`.
+    fn sealed_as(&self, tensor: &engine::tensor::Tensor, bytes: &[u8], key: u64, on_host: u64) -> Result<Seal, String> {
+        let words = bytes.len() / 8;
+        let on_device = self.device_hash(tensor, words, key)?;
+        if on_device != on_host || !self.tail_holds(tensor, words, &bytes[words * 8..])? {
+            return Err(format!(
+                "the device does not hold the {} bytes sent to it: its keyed hash is {on_device:#018x}, the host copy's \
+                 {on_host:#018x} (or the bytes past the last whole word differ)",
+                crate::format::count(bytes.len())
+            ));
+        }
+        Ok(Seal { key, hash: on_device })
     }
 
     /// Whether `tensor` still holds what it held when `seal` was made of it (`bytes`, whose
@@ -411,8 +436,8 @@ mod tests {
         let elements = HASHED_ON_DEVICE_BYTES + 5;
         let bytes = Generator::parse("int(0, 256)").unwrap().generate(DType::U8, elements, 3, &Symbols::new()).unwrap();
         let mut tensor = engine::tensor::Tensor::allocate(&backend, DType::U8, &[elements]).unwrap();
-        tensor.write(&bytes).unwrap();
-        let seal = draw.seal(&tensor, &bytes).expect("a large tensor is sealed").unwrap();
+        let seal = draw.write_sealed(&mut tensor, &bytes).unwrap().expect("a large tensor is sealed");
+        assert_eq!(tensor.read().unwrap(), bytes, "written");
         assert!(draw.holds_sealed(&tensor, &seal, &bytes).unwrap());
         assert!(draw.holds_sealed(&tensor, &seal, &bytes).unwrap(), "again, the same key");
         for at in [0, elements / 2 + 3, elements - 6, elements - 1] {
@@ -425,8 +450,9 @@ mod tests {
         }
         tensor.write(&bytes).unwrap();
         assert!(draw.holds_sealed(&tensor, &seal, &bytes).unwrap(), "the bytes back as sealed");
-        let small = engine::tensor::Tensor::allocate(&backend, DType::U8, &[64]).unwrap();
-        assert!(draw.seal(&small, &[0u8; 64]).is_none(), "a small tensor is read back instead");
+        let mut small = engine::tensor::Tensor::allocate(&backend, DType::U8, &[64]).unwrap();
+        assert!(draw.write_sealed(&mut small, &[3u8; 64]).unwrap().is_none(), "a small tensor is read back instead");
+        assert_eq!(small.read().unwrap(), [3u8; 64], "and written");
         // gate 3's check through the seal: green as sealed, a changed element named as read back
         let check = |tensor: &engine::tensor::Tensor| crate::runner::input_check(tensor, &bytes, Some((&draw, &seal))).unwrap();
         assert!(check(&tensor).is_none());
