@@ -1506,7 +1506,7 @@ fn run_case(
     let mut seeds = BTreeMap::new();
     // inputs launched on in a tensor an earlier record's case left unchanged (`take_tensor`)
     let mut kept_inputs: Vec<&str> = Vec::new();
-    // gate 3's checks of the large inputs on the device (`DeviceDraw::seal`)
+    // the seals gate 3 checks the large inputs by on the device (`DeviceDraw::write_sealed`)
     let mut seals: BTreeMap<&str, Seal> = BTreeMap::new();
     let device = settings.device_inputs.then(|| DeviceDraw::on(backend, &settings.cache_dir)).flatten();
     for spec in op.tensors {
@@ -1908,12 +1908,11 @@ pub(crate) fn guard_check(tensor: &Tensor) -> Result<Option<Failure>, engine::En
 /// Tensors of at least this many bytes are compared in parallel pieces.
 const PARALLEL_BYTES: usize = 1 << 22;
 
-/// Gate 3's check that the launches left an input as it was, on the device's bytes read back
-/// a slice at a time into one buffer: a GPU-only case's inputs are gigabytes, and a whole copy
-/// of each into fresh memory took seconds a record. Only a changed input is read whole, for
-/// its failure's count and first element.
-/// Gate 3's check that `tensor` still holds `before`: on the device by its seal where it was
-/// sealed as it went up, else read back.
+/// Gate 3's check that the launches left an input as it was: by the device's hash against
+/// the seal it got as it went up (`DeviceDraw::write_sealed`, a large input on a GPU), else on
+/// the device's bytes read back a slice at a time into one buffer (a GPU-only case's inputs
+/// are gigabytes, and a whole copy of each into fresh memory took seconds a record). Only a
+/// changed input is read whole, for its failure's count and first element.
 pub(crate) fn input_check(tensor: &Tensor, before: &[u8], sealed: Option<(&DeviceDraw, &Seal)>) -> Result<Option<Failure>, String> {
     match sealed {
         None => input_check_in_slices(tensor, before, INPUT_CHECK_SLICE).map_err(|e| error_chain(&e)),
