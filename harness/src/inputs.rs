@@ -888,11 +888,6 @@ mod tests {
         eprintln!("not run: this CPU lacks AVX-512 F and DQ");
     }
 
-    /// FNV-1a of a tensor's bytes: pins them without storing megabytes.
-    fn fnv1a(bytes: &[u8]) -> u64 {
-        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3))
-    }
-
     /// If this test fails, the drawn rows of every contract's inputs changed: a row of more
     /// elements than one parallel piece (tf_sum_partials' 67 M) draws what one element after
     /// another did. The hashes are the serial drawing's.
@@ -911,7 +906,9 @@ mod tests {
         ];
         let got: Vec<u64> = cases
             .iter()
-            .map(|(spec, dtype, shape, _)| fnv1a(&InputSpec::parse(spec).unwrap().generate(*dtype, shape, 5, &Symbols::new()).unwrap()))
+            .map(|(spec, dtype, shape, _)| {
+                crate::selection::fnv1a(&InputSpec::parse(spec).unwrap().generate(*dtype, shape, 5, &Symbols::new()).unwrap())
+            })
             .collect();
         let want: Vec<u64> = cases.iter().map(|c| c.3).collect();
         assert_eq!(got, want, "{got:#018x?}");

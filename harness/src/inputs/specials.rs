@@ -220,11 +220,6 @@ mod tests {
         assert!(KINDS.iter().enumerate().all(|(place, kind)| *kind as usize == place), "magnitudes are looked up by `kind as usize`");
     }
 
-    /// FNV-1a of a tensor's bytes: pins them without storing megabytes.
-    fn fnv1a(bytes: &[u8]) -> u64 {
-        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3))
-    }
-
     /// If this test fails, every float input changed: the special values must land where they
     /// always did, whether the rows are planted one by one or in parallel pieces. The hashes
     /// are the serial planting's.
@@ -253,8 +248,8 @@ mod tests {
         let mut changed = Vec::new();
         for (spec, dtype, shape, seed, pinned) in cases {
             let bytes = InputSpec::parse(spec).unwrap().generate(dtype, shape, seed, &Symbols::new()).unwrap();
-            if fnv1a(&bytes) != pinned {
-                changed.push(format!("{spec} in {dtype} of {shape:?} from {seed}: {:#018x}", fnv1a(&bytes)));
+            if crate::selection::fnv1a(&bytes) != pinned {
+                changed.push(format!("{spec} in {dtype} of {shape:?} from {seed}: {:#018x}", crate::selection::fnv1a(&bytes)));
             }
         }
         assert!(changed.is_empty(), "{changed:#?}");
