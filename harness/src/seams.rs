@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::format;
 use crate::gates::Failure;
+use crate::inputs::device::{DeviceDraw, Seal};
 use crate::phases::{Lap, Phases};
 
 /// At most this many pieces of each cut are launched, spread over the batch with the first
@@ -229,6 +230,8 @@ fn run_plans(
         let mut differences: BTreeMap<&str, Difference> = BTreeMap::new();
         let mut compared = 0;
         for (index, piece) in plan.pieces.iter().enumerate() {
+            // each row input copied on the device, sealed as it was copied
+            let mut seals = BTreeMap::new();
             let mut symbols = batch.symbols.clone();
             symbols.insert(batch.axis.to_string(), piece.len() as i64);
             for name in rows_of {
@@ -237,11 +240,15 @@ fn run_plans(
                 let shape: Vec<usize> = std::iter::once(piece.len()).chain(whole[1..].iter().copied()).collect();
                 let mut tensor = Tensor::allocate(batch.backend, dtype, &shape).map_err(text)?;
                 match (batch.sources.get(*name), batch.inputs.get(*name)) {
-                    (Some(&from), Some(_)) => {
+                    (Some(&from), Some(bytes)) => {
                         for (at, rows) in runs(piece) {
                             let to = tensor.device_address() + (at * row_bytes) as u64;
                             let from = from + (rows.start * row_bytes) as u64;
                             batch.backend.copy(to, from, rows.len() * row_bytes).map_err(text)?;
+                        }
+                        let parts = part_bytes(bytes, piece, row_bytes);
+                        if let Some(seal) = batch.device.and_then(|device| device.seal_as_copied(&tensor, &parts)) {
+                            seals.insert(*name, seal?);
                         }
                     }
                     (None, Some(bytes)) => tensor.write(&gather(bytes, piece, row_bytes)).map_err(text)?,
@@ -280,7 +287,8 @@ fn run_plans(
                 }
                 if let (false, Some(whole)) = (walls.contains_key(&(*name, Wall::Input)), batch.inputs.get(*name)) {
                     let row_bytes = shapes[*name][1..].iter().product::<usize>() * dtypes[*name].size();
-                    broken.push((Wall::Input, piece_input_changed(tensor, whole, (piece, row_bytes), batch.device)?));
+                    let device = batch.device.map(|device| (device, seals.get(name)));
+                    broken.push((Wall::Input, piece_input_changed(tensor, whole, (piece, row_bytes), device)?));
                 }
                 for (wall, failure) in broken.into_iter().filter_map(|(wall, failure)| Some((wall, failure?))) {
                     let message = format!("{}: {}", piece_label(plan, index), failure.message);
@@ -343,17 +351,22 @@ fn runs(piece: &[usize]) -> Vec<(usize, std::ops::Range<usize>)> {
 
 /// Gate 5's check that a piece's launch left its rows of an input as the whole batch's bytes
 /// have them: by the keyed hash on the device where there is one (a piece of 64 MiB or more),
-/// else read back a slice at a time (a GPU-only case's row is gigabytes); only a changed input
-/// is read whole, for its failure's count and first element.
+/// against the piece's seal where it was sealed as it was copied on the device, else against
+/// the host's hash of its rows; else read back a slice at a time (a GPU-only case's row is
+/// gigabytes). Only a changed input is read whole, for its failure's count and first element.
 pub(crate) fn piece_input_changed(
     tensor: &Tensor,
     whole: &[u8],
     (piece, row_bytes): (&[usize], usize),
-    device: Option<&crate::inputs::device::DeviceDraw>,
+    device: Option<(&DeviceDraw, Option<&Seal>)>,
 ) -> Result<Option<Failure>, String> {
     let text = |e: engine::EngineError| crate::runner::error_chain(&e);
-    let parts: Vec<&[u8]> = piece_parts(whole, piece, row_bytes).into_iter().map(|(_, part)| part).collect();
-    match device.and_then(|device| device.holds_parts(tensor, &parts)) {
+    let parts = part_bytes(whole, piece, row_bytes);
+    let hashed = device.and_then(|(device, seal)| match seal {
+        Some(seal) => Some(device.holds_sealed_parts(tensor, seal, &parts)),
+        None => device.holds_parts(tensor, &parts),
+    });
+    match hashed {
         Some(Ok(true)) => Ok(None),
         Some(Ok(false)) => Ok(crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read().map_err(text)?)),
         Some(Err(e)) => Err(e),
@@ -369,6 +382,11 @@ fn piece_input_changed_in_slices(
 ) -> Result<Option<Failure>, engine::EngineError> {
     let changed = crate::runner::differs_on_device(tensor, &piece_parts(whole, piece, row_bytes), slice_bytes)?;
     Ok(if changed { crate::runner::input_changed(tensor, &gather(whole, piece, row_bytes), &tensor.read()?) } else { None })
+}
+
+/// `piece_parts` without their offsets.
+fn part_bytes<'w>(whole: &'w [u8], piece: &[usize], row_bytes: usize) -> Vec<&'w [u8]> {
+    piece_parts(whole, piece, row_bytes).into_iter().map(|(_, part)| part).collect()
 }
 
 /// A piece's runs of rows as the whole batch's bytes hold them, each with its byte offset in

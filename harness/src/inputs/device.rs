@@ -189,8 +189,28 @@ impl<'a> DeviceDraw<'a> {
     /// Whether `tensor` still holds what it held when `seal` was made of it (`bytes`, whose
     /// bytes past the last whole word are compared as they are), by the device's hash alone.
     pub fn holds_sealed(&self, tensor: &engine::tensor::Tensor, seal: &Seal, bytes: &[u8]) -> Result<bool, String> {
-        let words = bytes.len() / 8;
-        Ok(self.device_hash(tensor, words, seal.key)? == seal.hash && self.tail_holds(tensor, words, &bytes[words * 8..])?)
+        self.holds_sealed_parts(tensor, seal, &[bytes])
+    }
+
+    /// The seal of `tensor` as the device holds it now, taken to be `parts` one after another:
+    /// gate 5's piece of rows, copied on the device from the whole batch's tensor (sealed, and
+    /// found unchanged after the whole batch's launch), so that the check after the piece's
+    /// launch needs no host pass over its rows (6.4 GB a record of tf_sum_partials' GPU-only
+    /// case). A copy that went wrong is not caught here but by the piece's outputs, as a
+    /// wrong input is; a kernel that ignores that input is not changed by it. `None` where it
+    /// is not checked so (`holds_parts`).
+    pub fn seal_as_copied(&self, tensor: &engine::tensor::Tensor, parts: &[&[u8]]) -> Option<Result<Seal, String>> {
+        self.hashed(tensor, parts).then(|| {
+            let key = fresh_key();
+            self.device_hash(tensor, tensor.bytes() / 8, key).map(|hash| Seal { key, hash })
+        })
+    }
+
+    /// `holds_sealed` of `parts` one after another (all but the last of whole 64-bit words).
+    pub fn holds_sealed_parts(&self, tensor: &engine::tensor::Tensor, seal: &Seal, parts: &[&[u8]]) -> Result<bool, String> {
+        let words = parts.iter().map(|part| part.len()).sum::<usize>() / 8;
+        let last = parts.last().copied().unwrap_or_default();
+        Ok(self.device_hash(tensor, words, seal.key)? == seal.hash && self.tail_holds(tensor, words, &last[last.len() / 8 * 8..])?)
     }
 
     /// Whether `tensor`'s data on the device is `parts` one after another (gate 5's piece of
@@ -479,15 +499,58 @@ mod tests {
         tensor.write(&gathered).unwrap();
         let parts = [&whole[..row_bytes], &whole[2 * row_bytes..]];
         assert!(matches!(draw.holds_parts(&tensor, &parts), Some(Ok(true))), "checked by the hash");
-        assert_eq!(crate::seams::piece_input_changed(&tensor, &whole, (&piece, row_bytes), Some(&draw)).unwrap().map(|f| f.message), None);
+        assert_eq!(
+            crate::seams::piece_input_changed(&tensor, &whole, (&piece, row_bytes), Some((&draw, None))).unwrap().map(|f| f.message),
+            None
+        );
         let mut changed = gathered.clone();
         changed[row_bytes + 7] ^= 1;
         tensor.write(&changed).unwrap();
         assert!(matches!(draw.holds_parts(&tensor, &parts), Some(Ok(false))));
-        let failure = crate::seams::piece_input_changed(&tensor, &whole, (&piece, row_bytes), Some(&draw)).unwrap().expect("a change");
+        let failure =
+            crate::seams::piece_input_changed(&tensor, &whole, (&piece, row_bytes), Some((&draw, None))).unwrap().expect("a change");
         assert!(failure.message.contains("1 of 75,497,472 elements, first [1, 7]"), "{}", failure.message);
         // a part of a word's fraction before the last: read back instead
         assert!(draw.holds_parts(&tensor, &[&gathered[..3], &gathered[3..]]).is_none());
+    }
+
+    /// A piece copied on the device from the whole batch's tensor is sealed as copied, and
+    /// gate 5's check after its launch hashes it against that seal: green unchanged, a changed
+    /// byte in a whole word or past the last one named as read back.
+    #[test]
+    fn a_piece_sealed_as_copied_is_checked_against_its_seal() {
+        let cache = tempfile::tempdir().unwrap();
+        let backend = host_backend(cache.path());
+        let draw = DeviceDraw::anywhere(&backend, cache.path());
+        // 4 rows of 40 MiB and 3 bytes; the piece is rows 2 and 3 (one run, 6 bytes past the last word)
+        let row_bytes = (40 << 20) + 3;
+        let whole = Generator::parse("int(0, 256)").unwrap().generate(DType::U8, 4 * row_bytes, 9, &Symbols::new()).unwrap();
+        let mut source = engine::tensor::Tensor::allocate(&backend, DType::U8, &[4, row_bytes]).unwrap();
+        source.write(&whole).unwrap();
+        let piece = [2, 3];
+        let mut tensor = engine::tensor::Tensor::allocate(&backend, DType::U8, &[2, row_bytes]).unwrap();
+        backend.copy(tensor.device_address(), source.device_address() + 2 * row_bytes as u64, 2 * row_bytes).unwrap();
+        let parts = [&whole[2 * row_bytes..]];
+        let seal = draw.seal_as_copied(&tensor, &parts).expect("a large piece is sealed").unwrap();
+        let check = |tensor: &engine::tensor::Tensor| {
+            crate::seams::piece_input_changed(tensor, &whole, (&piece, row_bytes), Some((&draw, Some(&seal)))).unwrap()
+        };
+        assert!(draw.holds_sealed_parts(&tensor, &seal, &parts).unwrap());
+        assert_eq!(check(&tensor).map(|f| f.message), None);
+        let copied = tensor.read().unwrap();
+        for at in [5, row_bytes + 1, 2 * row_bytes - 2] {
+            let mut changed = copied.clone();
+            changed[at] ^= 0x20;
+            tensor.write(&changed).unwrap();
+            assert!(!draw.holds_sealed_parts(&tensor, &seal, &parts).unwrap(), "byte {at} changed");
+            let failure = check(&tensor).expect("a change");
+            let first = format!("first [{}, {}]", at / row_bytes, at % row_bytes);
+            assert!(failure.message.contains(&format!("1 of 83,886,086 elements, {first}")), "{}", failure.message);
+        }
+        assert!(
+            draw.seal_as_copied(&tensor, &[&whole[2 * row_bytes..3 * row_bytes], &whole[3 * row_bytes..]]).is_none(),
+            "a part of a word's fraction before the last"
+        );
     }
 
     /// The kernel builds for both GPU targets with their own compilers (clang-22 for gfx1201,
