@@ -1,8 +1,8 @@
 //! Host and device memory shared out among the units whose cases hold gigabytes: such a
 //! unit's process holds its inputs, their read-backs and the oracle's values at once (about 1
 //! to 1.6 times its case's tensor bytes in host memory, measured on sm_90) and its case's
-//! tensors on the device, so the units that fit both run side by side and the rest wait,
-//! where one lock ran them one after another.
+//! tensors on the device, so the units that fit both run side by side and the rest wait
+//! (their threads running the small units meanwhile), where one lock ran them one after another.
 
 use std::sync::{Condvar, Mutex};
 
@@ -73,13 +73,30 @@ impl MemoryBudget {
     /// Waits until `bytes` fit beside what is held, or nothing is held (a unit larger than
     /// the whole budget still runs, alone), and holds them.
     pub fn hold(&self, bytes: Bytes) -> Held<'_> {
+        self.hold_first(&[bytes]).map(|(_, held)| held).expect("one wanted")
+    }
+
+    /// The first of `wanted` (each unit's bytes, in the order they should start) that fits
+    /// beside what is held now, held, with its index; where none fits, waits for bytes given
+    /// back. A unit that holds none of the budget always fits, so a thread of the run never
+    /// waits for a large unit while a small one is left to run (a 16 GiB card holds one unit
+    /// of an 8 GiB case: its other jobs ran the small units, not waited). `None` for nothing
+    /// wanted.
+    pub fn hold_first(&self, wanted: &[Bytes]) -> Option<(usize, Held<'_>)> {
+        if wanted.is_empty() {
+            return None;
+        }
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        while *held != Bytes::default() && !bytes.fits_beside(*held, self.total) {
+        loop {
+            let fits = |bytes: &Bytes| *bytes == Bytes::default() || *held == Bytes::default() || bytes.fits_beside(*held, self.total);
+            if let Some(index) = wanted.iter().position(fits) {
+                let bytes = wanted[index];
+                held.host += bytes.host;
+                held.device += bytes.device;
+                return Some((index, Held { budget: self, bytes }));
+            }
             held = self.given_back.wait(held).unwrap_or_else(|p| p.into_inner());
         }
-        held.host += bytes.host;
-        held.device += bytes.device;
-        Held { budget: self, bytes }
     }
 }
 
@@ -139,6 +156,33 @@ mod tests {
         });
         assert_eq!(*budget.held.lock().unwrap(), Bytes::default(), "every unit gave its bytes back");
         most.load(Ordering::SeqCst)
+    }
+
+    /// The first unit that fits is given: a small one (none of the budget) past a large one
+    /// that must wait, even beside a unit larger than the whole budget; where none fits, the
+    /// thread waits for bytes given back.
+    #[test]
+    fn the_first_unit_that_fits_is_given_and_a_small_one_never_waits() {
+        let both = |host, device| Bytes { host, device };
+        let small = Bytes::default();
+        let budget = MemoryBudget::new(both(10, 10));
+        assert!(budget.hold_first(&[]).is_none());
+        let (at, first) = budget.hold_first(&[both(6, 1), both(6, 1), small]).unwrap();
+        assert_eq!(at, 0);
+        let (at, _small) = budget.hold_first(&[both(6, 1), small]).unwrap();
+        assert_eq!(at, 1, "6 does not fit beside 6 of 10: the small unit goes first");
+        let (at, third) = budget.hold_first(&[both(6, 1), both(3, 10), both(3, 1)]).unwrap();
+        assert_eq!(at, 2, "3 fits, but 10 of the device's 10 not beside 1");
+        drop(third);
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| budget.hold_first(&[both(6, 1)]).map(|(at, _)| at));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!waiter.is_finished(), "6 waits while 6 is held");
+            drop(first);
+            assert_eq!(waiter.join().unwrap(), Some(0), "and goes once it is given back");
+        });
+        let _alone = budget.hold(both(25, 1));
+        assert_eq!(budget.hold_first(&[both(1, 1), small]).unwrap().0, 1, "beside one past the budget, a small one still goes");
     }
 
     /// Units that fit run side by side, one that does not waits for the others to give their

@@ -572,8 +572,10 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
 
     let run_started = Instant::now();
     // `jobs` children at a time; results are reported in unit order whatever order the
-    // children finish in (those of the unit being reported as they arrive)
-    let next_unit = std::sync::atomic::AtomicUsize::new(0);
+    // children finish in (those of the unit being reported as they arrive). The units not yet
+    // started, as places in `start_order`.
+    let left: Mutex<Vec<usize>> = Mutex::new((0..units.len()).collect());
+    let unstarted = std::sync::atomic::AtomicUsize::new(units.len());
     // `--fail-fast`: set at the first red record; no unit starts after it
     let stopped = std::sync::atomic::AtomicBool::new(false);
     let (sender, results) = mpsc::channel::<(usize, UnitMessage)>();
@@ -585,18 +587,21 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let sender = sender.clone();
-            let (units, next_unit, unbuilt, built, stopped, memory) = (&units, &next_unit, &unbuilt, &built, &stopped, &memory);
+            let (units, left, unstarted, unbuilt, built, stopped, memory) =
+                (&units, &left, &unstarted, &unbuilt, &built, &stopped, &memory);
             let (prestarted, start_order, footprints) = (&prestarted, &start_order, &footprints);
             scope.spawn(move || {
                 // this thread's processes between units
                 let mut slot = Slot::default();
-                let more = || next_unit.load(std::sync::atomic::Ordering::Relaxed) < units.len();
+                // not `left`'s lock: a thread may hold it while it waits for this one's bytes
+                let more = || unstarted.load(std::sync::atomic::Ordering::Relaxed) > 0;
                 loop {
                     if stopped.load(std::sync::atomic::Ordering::Relaxed) {
                         break;
                     }
-                    let started = next_unit.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&index) = start_order.get(started) else { break };
+                    let Some((started, _held)) = next_unit(left, start_order, footprints, memory) else { break };
+                    unstarted.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                    let index = start_order[started];
                     let (contract, control, records) = &units[index];
                     let ready = prestarted.lock().unwrap_or_else(|p| p.into_inner()).get_mut(started).and_then(Option::take);
                     if let Some(mut unneeded) = ready.and_then(|process| slot.spare.replace(process)) {
@@ -628,7 +633,6 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                             let poolable =
                                 !matches!(contract.reference, crate::contract::Reference::Cpp(_)) && keys.iter().all(|k| built.contains(k));
                             let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell, keys, poolable };
-                            let _held = (footprints[index] != Bytes::default()).then(|| memory.hold(footprints[index]));
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
                         }
                     }
@@ -757,6 +761,23 @@ fn large_case_bytes(records: &[&Record], case: &crate::contract::Case) -> usize 
     };
     let largest = records.iter().map(bytes).max().unwrap_or(0);
     if case.gpu_only.is_some() && largest >= LARGE_CASE_BYTES { largest } else { 0 }
+}
+
+/// The next unit to start, as its place in `start_order`, with its bytes of the memory
+/// budget (held while it runs): the first left that fits now (`MemoryBudget::hold_first`), so
+/// a large unit that must wait for another's bytes lets the small ones after it go first;
+/// `None` when none is left. Waits, holding `left`, only where every unit left is large and
+/// none fits: the other threads would find the same.
+fn next_unit<'m>(
+    left: &Mutex<Vec<usize>>,
+    start_order: &[usize],
+    footprints: &[Bytes],
+    memory: &'m crate::budget::MemoryBudget,
+) -> Option<(usize, crate::budget::Held<'m>)> {
+    let mut left = left.lock().unwrap_or_else(|p| p.into_inner());
+    let wanted: Vec<Bytes> = left.iter().map(|&place| footprints[start_order[place]]).collect();
+    let (at, held) = memory.hold_first(&wanted)?;
+    Some((left.remove(at), held))
 }
 
 /// The order units start in (indices into `footprints`, one per unit): those with a large
@@ -1629,6 +1650,32 @@ mod tests {
         let records: Vec<&Record> = contract.records.iter().collect();
         let case = contract.cases.iter().find(|c| c.symbols["rows"] == 33).unwrap();
         assert_eq!(large_case_bytes(&records, case), (33 << 26) * 4 + 2 * 33 * 1024 * 4 + 33 * 65536 * 4);
+    }
+
+    /// Units start largest first; a large unit that does not fit beside the one running is
+    /// passed over for the small ones (where its thread waited before), and starts once the
+    /// other gives its bytes back, while another thread waits for it holding the queue.
+    #[test]
+    fn a_large_unit_that_must_wait_lets_the_small_ones_start() {
+        let gib = |n: u64| Bytes::of_case(n << 30);
+        let footprints = [Bytes::default(), gib(8), Bytes::default(), gib(6), Bytes::default()];
+        let order = start_order(&footprints);
+        assert_eq!(order, [1, 3, 0, 2, 4]);
+        // a 16 GiB card: 12 GiB of it for the large units, room for one of these at a time
+        let memory = crate::budget::MemoryBudget::new(Bytes { host: 64 << 30, device: 12 << 30 });
+        let left = Mutex::new((0..footprints.len()).collect::<Vec<usize>>());
+        let (place, held) = next_unit(&left, &order, &footprints, &memory).unwrap();
+        assert_eq!(order[place], 1, "the largest first");
+        let started: Vec<usize> = (0..3).map(|_| order[next_unit(&left, &order, &footprints, &memory).unwrap().0]).collect();
+        assert_eq!(started, [0, 2, 4], "the 6 GiB case does not fit beside the 8 GiB one: the small ones go");
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| next_unit(&left, &order, &footprints, &memory).map(|(place, _)| order[place]));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(!waiter.is_finished(), "only the large unit is left: it waits");
+            drop(held);
+            assert_eq!(waiter.join().unwrap(), Some(3));
+        });
+        assert!(next_unit(&left, &order, &footprints, &memory).is_none(), "none left");
     }
 
     #[test]
