@@ -58,7 +58,9 @@ impl DType {
         match self {
             DType::F32 => f32::from_le_bytes(bytes[..4].try_into().unwrap()) as f64,
             DType::F16 => half::f16::from_bits(u16::from_le_bytes(bytes[..2].try_into().unwrap())).to_f64(),
-            DType::Bf16 => half::bf16::from_bits(u16::from_le_bytes(bytes[..2].try_into().unwrap())).to_f64(),
+            // f32's upper half: a shift, where `half`'s conversion to f64 branches on each field
+            // (the same value, and for a NaN the same bits)
+            DType::Bf16 => f32::from_bits((u16::from_le_bytes(bytes[..2].try_into().unwrap()) as u32) << 16) as f64,
             DType::I32 => i32::from_le_bytes(bytes[..4].try_into().unwrap()) as f64,
             DType::U32 => u32::from_le_bytes(bytes[..4].try_into().unwrap()) as f64,
             DType::U8 => bytes[0] as f64,
@@ -214,6 +216,15 @@ mod tests {
             assert_eq!(d.name().parse::<DType>().unwrap(), d);
         }
         assert!(matches!("fp8".parse::<DType>(), Err(EngineError::UnknownDtype(s)) if s == "fp8"));
+    }
+
+    /// Every bf16 bit pattern decodes to `half`'s value, and for a NaN its bits.
+    #[test]
+    fn bf16_decodes_as_half_converts_it() {
+        for bits in 0..=u16::MAX {
+            let want = half::bf16::from_bits(bits).to_f64().to_bits();
+            assert_eq!(DType::Bf16.decode(&bits.to_le_bytes()).to_bits(), want, "bf16 {bits:#06x}");
+        }
     }
 
     #[test]
