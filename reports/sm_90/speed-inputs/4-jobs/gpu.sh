@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Session 16, call 1: V (1b3a683: gate 3's large inputs sealed as they go up), U (e005d32: the
-# seal's host hash beside the upload) and T (this session: f16 decoded with F16C, bf16 by a
-# shift, score_keys' dot products in eight partial sums, gate 5's large pieces sealed as copied
-# on the device, and a job slot whose next large unit does not fit the memory budget running
-# the small units meanwhile). The five ops and the whole suite interleaved, then --jobs 8 and
-# 12, then three GPU-only cases alone. Carry .device with contracts-v, contracts-u, contracts-t.
+# Session 16, call 1: U (e005d32: gate 3's large inputs sealed as they go up, the seal's host
+# hash beside the upload) against T (this session: f16 decoded with F16C, bf16 by a shift,
+# score_keys' dot products in eight partial sums, gate 5's large pieces sealed as copied on the
+# device, and a job slot whose next large unit does not fit the memory budget running the
+# small units meanwhile). The five ops and the whole suite interleaved, then --jobs 8 and 12,
+# then two GPU-only cases alone. Short: the device refused five starts before this one, and
+# the session had 800 s of device time left. Carry .device with contracts-u and contracts-t.
 set -u
 export KERNEL_CONTRACTS_NVRTC_DIR=/usr/local/cuda-13.0/targets/x86_64-linux/lib
 export KERNEL_CONTRACTS_CUBLAS_DIR=/usr/local/cuda-13.0/targets/x86_64-linux/lib
-V=".device/contracts-v --cache-dir /tmp/cache"
 U=".device/contracts-u --cache-dir /tmp/cache"
 T=".device/contracts-t --cache-dir /tmp/cache"
 (nvidia-smi --query-gpu=name,driver_version,memory.total,persistence_mode,compute_mode --format=csv,noheader; nproc; lscpu | grep -E "Model name|Thread|Core|Socket|Flags" | cut -c1-400; grep -E "MemTotal|MemAvailable" /proc/meminfo) > $OUT/device.txt 2>&1
@@ -16,10 +16,10 @@ run() { local name=$1; shift; echo "== $name: $*" >> $OUT/log.txt; /usr/bin/time
 FIVE="--only tf_embed_dense --only tf_add --only tf_rms --only tf_softmax_stats --only tf_sum_partials"
 run t-five-cold $T $FIVE --no-controls --timings
 for i in 1 2; do
-  for b in v u t; do eval B=\$${b^^}; run $b-five-$i $B $FIVE --no-controls --timings; done
+  for b in u t; do eval B=\$${b^^}; run $b-five-$i $B $FIVE --no-controls --timings; done
 done
 for i in 1 2; do
-  for b in v u t; do
+  for b in u t; do
     eval B=\$${b^^}; run $b-whole-$i $B --timings
     grep -E "^[a-z_0-9]+ \(" /tmp/$b-whole-$i.txt | LC_ALL=C sort > $OUT/$b-whole-$i.lines
     [ $i = 1 ] && gzip -c reports/last/sm_90.json > $OUT/$b-whole-$i.json.gz
@@ -28,8 +28,7 @@ done
 run t-whole-j8 $T --timings --jobs 8
 run u-whole-j8 $U --timings --jobs 8
 run t-whole-j12 $T --timings --jobs 12
-run t-whole-j8b $T --timings --jobs 8
-for oc in "tf_score_keys 10" "tf_sum_partials 10" "tf_apply_values 14"; do
+for oc in "tf_score_keys 10" "tf_sum_partials 10"; do
   set -- $oc
   for b in u t; do eval B=\$${b^^}; run "alone-$b-$1-$2" $B --only $1 --case $2 --no-controls --in-process --timings; done
 done
