@@ -16,7 +16,7 @@ run() { local name=$1; shift; echo "== $name: $*" >> $OUT/log.txt; /usr/bin/time
 FIVE="--only tf_embed_dense --only tf_add --only tf_rms --only tf_softmax_stats --only tf_sum_partials"
 lines() { grep -E "^[a-z_0-9]+ \(" /tmp/$1.txt | LC_ALL=C sort > $OUT/$1.lines; }
 # the most telling runs first: what a time limit cuts off is the last
-run t-five-cold $T $FIVE --no-controls --timings
+run t-whole-cold $T --timings
 run u-whole-1 $U --timings; lines u-whole-1; gzip -c reports/last/sm_90.json > $OUT/u-whole-1.json.gz
 run t-whole-1 $T --timings; lines t-whole-1; gzip -c reports/last/sm_90.json > $OUT/t-whole-1.json.gz
 run t-whole-j8 $T --timings --jobs 8
