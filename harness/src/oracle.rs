@@ -116,9 +116,6 @@ fn decode_into(dtype: DType, bytes: &[u8], out: &mut [f64]) {
         DType::F32 => each(bytes, out, |b| f32::from_le_bytes(b) as f64),
         DType::F16 => f16_into(bytes, out),
         // bf16 is f32's upper half: a shift, where `half`'s conversion to f64 branches on each
-        // field (twice the time of the f16 caches' decode); NaNs come out as `half` makes them
-        // (cvtss2sd sets the quiet bit it sets)
-        // bf16 is f32's upper half: a shift, where `half`'s conversion to f64 branches on each
         // field (4 times the time of the shift in the bf16 caches' oracles); NaNs come out as
         // `half` makes them (the conversion to f64 sets the quiet bit it sets)
         DType::Bf16 => each(bytes, out, |b| f32::from_bits((u16::from_le_bytes(b) as u32) << 16) as f64),
