@@ -193,12 +193,13 @@ impl<'a> DeviceDraw<'a> {
     }
 
     /// The seal of `tensor` as the device holds it now, taken to be `parts` one after another:
-    /// gate 5's piece of rows, copied on the device from the whole batch's tensor (sealed, and
-    /// found unchanged after the whole batch's launch), so that the check after the piece's
-    /// launch needs no host pass over its rows (6.4 GB a record of tf_sum_partials' GPU-only
-    /// case). A copy that went wrong is not caught here but by the piece's outputs, as a
-    /// wrong input is; a kernel that ignores that input is not changed by it. `None` where it
-    /// is not checked so (`holds_parts`).
+    /// gate 5's piece of rows, copied on the device from the whole batch's tensor (sealed;
+    /// gate 3's check after the pieces finds it unchanged against its seal, or the pieces run
+    /// again from the host's bytes), so that the check after the piece's launch needs no host
+    /// pass over its rows (6.4 GB a record of tf_sum_partials' GPU-only case). A copy that went
+    /// wrong is not caught here but by the piece's outputs, as a wrong input is; a kernel that
+    /// ignores that input is not changed by it. `None` where it is not checked so
+    /// (`holds_parts`).
     pub fn seal_as_copied(&self, tensor: &engine::tensor::Tensor, parts: &[&[u8]]) -> Option<Result<Seal, String>> {
         self.hashed(tensor, parts).then(|| {
             let key = fresh_key();
