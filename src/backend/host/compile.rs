@@ -384,6 +384,14 @@ impl HostCompiler {
         }
         fs::write(&wrapper, text).map_err(|e| EngineError::Cache { path: wrapper.clone(), source: e })?;
 
+        // the runtime object the link needs, built beside the prelude's precompiling and the
+        // kernel's compile: the first build of a cold cache built it at its link, 1.5 s of one
+        // core while every other build thread waited for it at theirs (a build that fails
+        // before its link leaves it to finish into the cache)
+        let runtime = flags.iter().any(|f| f == KERNEL_TU_FLAG).then(|| {
+            let (compiler, prelude, cache_dir, flags) = (self.clone(), prelude.to_path_buf(), cache_dir.to_path_buf(), flags.to_vec());
+            std::thread::spawn(move || compiler.runtime_object(&prelude, &cache_dir, &flags))
+        });
         let object_file = work.join(format!("{object_name}.o"));
         let link = RepositoryLink::make(work, source_prefix.as_deref());
         let included = self.precompiled_prelude(prelude, cache_dir, flags).unwrap_or_else(|| RepositoryLink::through(&link, prelude));
@@ -438,8 +446,8 @@ impl HostCompiler {
         let mut link = Command::new(&self.program);
         // -z defs: an instrumentation entry point the prelude lacks fails the build, not the load
         link.arg("-shared").arg("-Wl,-z,defs").arg("-o").arg(&staged).arg(&object_file);
-        if flags.iter().any(|f| f == KERNEL_TU_FLAG) {
-            link.arg(self.runtime_object(prelude, cache_dir, flags)?);
+        if let Some(runtime) = runtime {
+            link.arg(runtime.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?);
         }
         if flags.iter().any(|f| f == "--coverage") {
             // libgcov: the counters' registration and the data file's writing at exit
