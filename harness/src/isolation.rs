@@ -561,16 +561,18 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
             .collect(),
     );
 
-    // every kernel built first, on all cores, in one child: the record children then load
-    // from the cache. A build that fails or crashes here is built again, and reported, by
-    // the record's own child; one still running at the build time limit is not.
-    let build_started = Instant::now();
-    let sources: Vec<BuildSource> = runner::kernel_sources(settings, &contracts, &controls).iter().map(BuildSource::of).collect();
-    let (unbuilt, built) = if sources.is_empty() { Default::default() } else { build(command, settings, &sources) };
-    report.timing.build_seconds = build_started.elapsed().as_secs_f64();
+    // every kernel built on all cores in one child, in the order the units start; on a GPU the
+    // units whose kernels are built already run meanwhile (each waits for its own builds alone,
+    // `BuildProgress`), on the host they wait for every build (there the builds and the records
+    // share the cores, and side by side the cold suite was slower on 2 cores). The record
+    // children load from the cache. A build that fails or crashes here is built again, and
+    // reported, by the record's own child; one still running at the build time limit is not.
+    let sources = build_order(settings, &units, &start_order);
+    let every_source: HashSet<SourceKey> = sources.iter().map(BuildSource::key).collect();
+    let beside_builds = info.name != "host";
+    let progress = BuildProgress::default();
     report.timing.modules_built = sources.len();
-
-    let run_started = Instant::now();
+    let first_unit_started = std::sync::OnceLock::<Instant>::new();
     // `jobs` children at a time; results are reported in unit order whatever order the
     // children finish in (those of the unit being reported as they arrive). The units not yet
     // started, as places in `start_order`.
@@ -584,11 +586,16 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // the oracle's values), and its tensors on the device, so only as many run at once as the
     // machine's memory and the device's hold
     let memory = crate::budget::MemoryBudget::of_this_machine(info.device_memory);
-    std::thread::scope(|scope| {
+    let build_seconds = std::thread::scope(|scope| {
+        let building = scope.spawn(|| {
+            let build_started = Instant::now();
+            build(command, settings, &sources, &progress);
+            build_started.elapsed().as_secs_f64()
+        });
         for _ in 0..threads {
             let sender = sender.clone();
-            let (units, left, unstarted, unbuilt, built, stopped, memory) =
-                (&units, &left, &unstarted, &unbuilt, &built, &stopped, &memory);
+            let (units, left, unstarted, progress, stopped, memory) = (&units, &left, &unstarted, &progress, &stopped, &memory);
+            let (first_unit_started, every_source) = (&first_unit_started, &every_source);
             let (prestarted, start_order, footprints) = (&prestarted, &start_order, &footprints);
             scope.spawn(move || {
                 // this thread's processes between units
@@ -618,7 +625,13 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         let _ = sender.send((index, message));
                     };
                     let sources = builds::sources_of(settings, contract, *control);
-                    match sources.iter().find_map(|s| unbuilt.get(&builds::key(s))) {
+                    let keys: HashSet<SourceKey> = sources.iter().map(builds::key).collect();
+                    if !beside_builds {
+                        progress.wait_for(every_source);
+                    }
+                    let (unbuilt, all_built) = progress.wait_for(&keys);
+                    first_unit_started.get_or_init(Instant::now);
+                    match unbuilt {
                         Some(why) => {
                             for record in records {
                                 let error = (Some(Fault::Timeout), why.clone());
@@ -627,11 +640,9 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                         }
                         None => {
                             let timeout = time_limit(settings, contract, *control);
-                            let keys: HashSet<SourceKey> = sources.iter().map(builds::key).collect();
                             // a sandboxed worker cannot write the cache: only a job whose every
                             // build is there already may run in one
-                            let poolable =
-                                !matches!(contract.reference, crate::contract::Reference::Cpp(_)) && keys.iter().all(|k| built.contains(k));
+                            let poolable = !matches!(contract.reference, crate::contract::Reference::Cpp(_)) && all_built;
                             let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell, keys, poolable };
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
                         }
@@ -675,8 +686,11 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                 }
             }
         }
+        building.join().unwrap_or(0.0)
     });
-    report.timing.run_seconds = run_started.elapsed().as_secs_f64();
+    report.timing.build_seconds = build_seconds;
+    // from the first unit's start: the builds of the later ones run beside the records
+    report.timing.run_seconds = first_unit_started.get().map_or(0.0, |at| at.elapsed().as_secs_f64());
     report.timing.total_seconds = started.elapsed().as_secs_f64();
     // a run is its process's only one: every child it started, the build's and spares' too
     report.timing.processes = PROCESSES_STARTED.load(std::sync::atomic::Ordering::Relaxed);
@@ -693,34 +707,106 @@ enum UnitMessage {
     Done,
 }
 
-/// The build child: every source it did not finish within the build time limit, with why
-/// (the records of those sources are not run: their kernel would hang their children too),
-/// and every source it built (a sandboxed worker can load those from the cache, where it
-/// could not build one).
-fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -> (HashMap<SourceKey, String>, HashSet<SourceKey>) {
+/// Every kernel source the units need, once each, in the order the units start (a unit's
+/// kernel and the kernel it replaces), so that the first units to start are the first whose
+/// builds are done.
+fn build_order(settings: &Settings, units: &[(&Contract, Option<&Control>, Vec<&Record>)], start_order: &[usize]) -> Vec<BuildSource> {
+    let mut seen: HashSet<SourceKey> = HashSet::new();
+    let mut sources = Vec::new();
+    for &index in start_order {
+        let (contract, control, _) = &units[index];
+        for source in builds::sources_of(settings, contract, *control) {
+            if seen.insert(builds::key(&source)) {
+                sources.push(BuildSource::of(&source));
+            }
+        }
+    }
+    sources
+}
+
+/// The build child's progress, for the units to wait on: each unit starts once every source
+/// it needs is done (built, failed, or left unbuilt at the build time limit), not once every
+/// source of the run is.
+#[derive(Default)]
+struct BuildProgress {
+    state: Mutex<BuildState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct BuildState {
+    /// Sources the build child finished, built or not.
+    done: HashSet<SourceKey>,
+    /// Those that built: a sandboxed worker can load them from the cache, where it could not
+    /// build one.
+    built: HashSet<SourceKey>,
+    /// Those not built within the build time limit, with why: the records of those sources
+    /// are not run (their kernel would hang their children too).
+    unbuilt: HashMap<SourceKey, String>,
+    /// The build child is gone: a source not done by then is the record child's to build.
+    over: bool,
+}
+
+impl BuildProgress {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BuildState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn finished(&self, key: SourceKey, built: bool) {
+        let mut state = self.lock();
+        if built {
+            state.built.insert(key.clone());
+        }
+        state.done.insert(key);
+        self.changed.notify_all();
+    }
+
+    fn over(&self, unbuilt: HashMap<SourceKey, String>) {
+        let mut state = self.lock();
+        state.unbuilt = unbuilt;
+        state.over = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits until every one of `keys` is done or the build child is gone; then why one of
+    /// them was left unbuilt, if one was, and whether every one of them built.
+    fn wait_for(&self, keys: &HashSet<SourceKey>) -> (Option<String>, bool) {
+        let mut state = self.lock();
+        while !state.over && !keys.iter().all(|k| state.done.contains(k)) {
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        let unbuilt = keys.iter().find_map(|k| state.unbuilt.get(k).cloned());
+        (unbuilt, keys.iter().all(|k| state.built.contains(k)))
+    }
+}
+
+/// Runs the build child over `sources`, telling `progress` of each source it finishes, and at
+/// the end of those it did not finish within the build time limit. Whatever happens, the
+/// progress is over when this returns: a child that cannot start or dies leaves its sources
+/// to the record children, which build what they need and say what failed.
+fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource], progress: &BuildProgress) {
+    if sources.is_empty() {
+        return progress.over(HashMap::new());
+    }
     let limit = Duration::from_secs(settings.build_timeout_seconds.max(1));
     let job = ChildJob::Build { sources: sources.to_vec() };
     let mut done: HashSet<SourceKey> = HashSet::new();
-    let mut built = HashSet::new();
     let started = Supervised::start(command, BUILD_LABEL, None);
     let Ok(mut child) = started.and_then(|mut child| child.send(job, None).map(|()| child)) else {
-        // the record children build what they need, and say what failed
-        return (HashMap::new(), built);
+        return progress.over(HashMap::new());
     };
     child.close_input();
     let deadline = Instant::now() + limit;
     loop {
         match child.next(deadline) {
             Received::Message(ChildMessage::Built { source, symbol, error }) => {
-                if error.is_none() {
-                    built.insert((source.clone(), symbol.clone()));
-                }
-                done.insert((source, symbol));
+                done.insert((source.clone(), symbol.clone()));
+                progress.finished((source, symbol), error.is_none());
             }
             Received::Message(_) => {}
             Received::Ended => {
                 let _ = child.finish();
-                return (HashMap::new(), built);
+                return progress.over(HashMap::new());
             }
             Received::TimedOut => break,
         }
@@ -739,7 +825,7 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource]) -
             (s.key(), why)
         })
         .collect();
-    (unbuilt, built)
+    progress.over(unbuilt)
 }
 
 /// A case's tensors at or past this many bytes in some record make its unit hold the memory
@@ -1781,5 +1867,53 @@ mod tests {
             }
         }
         assert_eq!(seen, ["one", "two", "(oversized)", "three"]);
+    }
+
+    #[test]
+    fn a_unit_waits_for_its_own_builds_alone() {
+        let key = |name: &str| (PathBuf::from(name), "k".to_string());
+        let progress = BuildProgress::default();
+        let (first, second) = (HashSet::from([key("a.hip")]), HashSet::from([key("a.hip"), key("b.hip")]));
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| progress.wait_for(&second));
+            progress.finished(key("a.hip"), true);
+            // the first unit's kernel is done: it goes, while the second still waits for b
+            assert_eq!(progress.wait_for(&first), (None, true));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!waiting.is_finished());
+            progress.finished(key("b.hip"), false);
+            // b failed: the record's own child builds it again and says why
+            assert_eq!(waiting.join().unwrap(), (None, false));
+        });
+        // a source the build child never finished: unbuilt at the limit, with why; one it
+        // never reached because it died is the record child's to build
+        let unit = HashSet::from([key("c.hip")]);
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| progress.wait_for(&unit));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!waiting.is_finished());
+            progress.over(HashMap::from([(key("c.hip"), "not built within the build time limit".to_string())]));
+            assert_eq!(waiting.join().unwrap(), (Some("not built within the build time limit".to_string()), false));
+        });
+        assert_eq!(progress.wait_for(&HashSet::from([key("d.hip")])), (None, false));
+    }
+
+    #[test]
+    fn kernels_build_in_the_order_their_units_start_once_each() {
+        let settings = runner::tests_settings();
+        let parse = |op: &str| {
+            let text = std::fs::read_to_string(settings.contracts_dir.join(format!("{op}.toml"))).unwrap();
+            Contract::parse(&format!("contracts/{op}.toml"), &text).unwrap()
+        };
+        let (add, rms) = (parse("tf_add"), parse("tf_rms"));
+        let control =
+            Control::load(&settings.controls_dir.join("faults/never_returns.toml"), "never_returns.toml", &settings.root).unwrap();
+        let units: Vec<(&Contract, Option<&Control>, Vec<&Record>)> =
+            vec![(&add, None, vec![]), (&rms, None, vec![]), (&add, Some(&control), vec![]), (&add, None, vec![])];
+        let names = |order: &[usize]| -> Vec<String> {
+            build_order(&settings, &units, order).iter().map(|s| s.path.file_name().unwrap().to_string_lossy().into_owned()).collect()
+        };
+        assert_eq!(names(&[0, 1, 2, 3]), ["tf_add.hip", "tf_rms.hip", "never_returns.hip"]);
+        assert_eq!(names(&[2, 1, 3, 0]), ["never_returns.hip", "tf_rms.hip", "tf_add.hip"]);
     }
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::runner::RunReport;
+use crate::runner::{RunReport, Timing};
 
 /// Seconds spent in each phase of one case, or summed over a record's cases.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -66,6 +66,18 @@ impl Lap {
     }
 }
 
+/// The run's kernel builds and its records, as the closing line and the `--timings` table say
+/// them: side by side where the records started while kernels still built (a cold run: each
+/// unit starts once its own kernels are built), else one after the other.
+/// `modules`: with the count of modules built.
+pub fn builds_and_records(timing: &Timing, modules: bool, records: &str) -> String {
+    let (builds, run) = (timing.build_seconds, timing.run_seconds);
+    let modules = if modules { format!(" ({} modules)", timing.modules_built) } else { String::new() };
+    // 10 ms for the start of the first unit after its builds
+    let joined = if builds + run > timing.total_seconds + 0.01 { " beside" } else { "," };
+    format!("kernel builds {builds:.2} s{modules}{joined} {records} {run:.2} s")
+}
+
 const HEADINGS: [&str; 7] = ["start-up", "inputs", "upload", "launches", "download", "oracle", "gates"];
 
 /// The `--timings` table: the run's builds, then every record and control by its wall time
@@ -78,8 +90,9 @@ pub fn timings_table(run: &RunReport, rows: usize) -> Vec<String> {
         n => format!(", {} processes started", crate::format::count(n)),
     };
     let mut lines = vec![format!(
-        "timings: {:.2} s in all, kernel builds {:.2} s ({} modules), records and controls {:.2} s{processes}",
-        run.timing.total_seconds, run.timing.build_seconds, run.timing.modules_built, run.timing.run_seconds
+        "timings: {:.2} s in all, {}{processes}",
+        run.timing.total_seconds,
+        builds_and_records(&run.timing, true, "records and controls")
     )];
     let mut results: Vec<_> = run.records.iter().chain(&run.controls).collect();
     results.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
@@ -124,5 +137,24 @@ mod tests {
         a.add(&Phases { inputs: 0.5, oracle: 0.25, startup: 0.125, ..Phases::default() });
         assert_eq!(a, Phases { inputs: 1.5, oracle: 0.25, gates: 2.0, startup: 0.125, ..Phases::default() });
         assert_eq!(a.total(), 3.875);
+    }
+
+    #[test]
+    fn builds_and_records_are_said_side_by_side_only_where_they_overlapped() {
+        let timing = |build_seconds, run_seconds, total_seconds| Timing {
+            build_seconds,
+            run_seconds,
+            total_seconds,
+            modules_built: 83,
+            processes: 0,
+        };
+        assert_eq!(
+            builds_and_records(&timing(0.08, 10.57, 10.95), false, "launches and gates"),
+            "kernel builds 0.08 s, launches and gates 10.57 s"
+        );
+        assert_eq!(
+            builds_and_records(&timing(16.94, 17.95, 18.30), true, "records and controls"),
+            "kernel builds 16.94 s (83 modules) beside records and controls 17.95 s"
+        );
     }
 }

@@ -91,12 +91,11 @@ impl TextReporter {
         };
         let others = self.others(written);
         self.say(&format!(
-            "ran {} records and {} controls in {:.2} s (kernel builds {:.2} s, launches and gates {:.2} s); report {report}{others}",
+            "ran {} records and {} controls in {:.2} s ({}); report {report}{others}",
             run.records.len(),
             run.controls.len(),
             run.timing.total_seconds,
-            run.timing.build_seconds,
-            run.timing.run_seconds,
+            crate::phases::builds_and_records(&run.timing, false, "launches and gates"),
         ));
         if summary.load_errors > 0 {
             self.say(&format!("{} contract or control file(s) could not be loaded: see the error lines above", summary.load_errors));
