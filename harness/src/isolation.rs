@@ -589,7 +589,10 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     let build_seconds = std::thread::scope(|scope| {
         let building = scope.spawn(|| {
             let build_started = Instant::now();
-            build(command, settings, &sources, &progress);
+            // the units wait on the progress: it is over whatever happens here
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(command, settings, &sources, &progress))).is_err() {
+                progress.over(HashMap::new());
+            }
             build_started.elapsed().as_secs_f64()
         });
         for _ in 0..threads {
