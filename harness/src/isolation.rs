@@ -793,7 +793,6 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource], p
     }
     let limit = Duration::from_secs(settings.build_timeout_seconds.max(1));
     let job = ChildJob::Build { sources: sources.to_vec() };
-    let mut done: HashSet<SourceKey> = HashSet::new();
     let started = Supervised::start(command, BUILD_LABEL, None);
     let Ok(mut child) = started.and_then(|mut child| child.send(job, None).map(|()| child)) else {
         return progress.over(HashMap::new());
@@ -803,7 +802,6 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource], p
     loop {
         match child.next(deadline) {
             Received::Message(ChildMessage::Built { source, symbol, error }) => {
-                done.insert((source.clone(), symbol.clone()));
                 progress.finished((source, symbol), error.is_none());
             }
             Received::Message(_) => {}
@@ -816,6 +814,7 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource], p
     }
     child.kill();
     let _ = child.finish();
+    let done = progress.lock().done.clone();
     let unbuilt = sources
         .iter()
         .filter(|s| !done.contains(&s.key()))
