@@ -118,6 +118,15 @@ impl Tensor {
         self.buffer.read(GUARD_BYTES + first_byte, out)
     }
 
+    /// `data` into bytes `first_byte..first_byte + data.len()` of the data (the words of a large
+    /// input the host changed after it was drawn on the device, sent alone).
+    pub fn write_part(&mut self, first_byte: usize, data: &[u8]) -> Result<(), EngineError> {
+        if first_byte.checked_add(data.len()).is_none_or(|end| end > self.bytes()) {
+            return Err(EngineError::Buffer(format!("writing {} bytes at byte {first_byte} of a tensor of {}", data.len(), self.bytes())));
+        }
+        self.buffer.write(GUARD_BYTES + first_byte, data)
+    }
+
     /// The first overwritten guard element, before or after the data, and how many differ.
     pub fn guard_damage(&self) -> Result<Option<GuardDamage>, EngineError> {
         let size = self.dtype.size();
@@ -226,6 +235,18 @@ pub(crate) mod tests {
         assert_eq!(part, [3, 4, 5]);
         assert!(t.read_part(4, &mut part).is_err(), "bytes 4..7 of 6 reach the guard band");
         assert!(t.read_part(usize::MAX, &mut part).is_err());
+    }
+
+    #[test]
+    fn a_part_written_is_those_bytes_of_the_data_and_never_past_it() {
+        let mut t = Tensor::allocate(&Memory, DType::U8, &[6]).unwrap();
+        t.write(&[1, 2, 3, 4, 5, 6]).unwrap();
+        t.write_part(3, &[9, 8]).unwrap();
+        assert_eq!(t.read().unwrap(), [1, 2, 3, 9, 8, 6]);
+        assert!(t.write_part(5, &[7, 7]).is_err(), "bytes 5..7 of 6 reach the guard band");
+        assert!(t.write_part(usize::MAX, &[7]).is_err());
+        assert_eq!(t.read().unwrap(), [1, 2, 3, 9, 8, 6]);
+        assert_eq!(t.guard_damage().unwrap(), None);
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use crate::events::{CaseData, CaseDone, CaseWatcher, TensorData};
 use crate::format;
 use crate::gate::{Fault, Gate, Planted};
 use crate::gates::{self, Failure, Metrics};
-use crate::inputs::device::{DeviceDraw, Seal};
+use crate::inputs::device::{DeviceDraw, Drawn, Seal};
 use crate::inputs::{Planting, Sites, tensor_seed};
 use crate::limits::{self, LimitsReport};
 use crate::oracle::InputValues;
@@ -1009,11 +1009,30 @@ pub(crate) fn generate_input(
 ) -> Result<Vec<u8>, String> {
     let dtype = record.dtypes[tensor];
     let spec = input_spec(contract, record, tensor);
-    let key =
-        if record.inputs.contains_key(tensor) { format!("record `{}` inputs.{tensor}", record.name) } else { format!("inputs.{tensor}") };
-    let mut bytes = spec.generate_on(device, dtype, &case.shapes[tensor], seed, &case.symbols).map_err(|e| format!("{key}: {e}"))?;
+    let mut bytes = spec
+        .generate_on(device, dtype, &case.shapes[tensor], seed, &case.symbols)
+        .map_err(|e| format!("{}: {e}", input_key(record, tensor)))?;
     plant_input(contract, record, (tensor, seed), case, inputs, &mut bytes);
     Ok(bytes)
+}
+
+/// `generate_input`'s bytes as generated (not planted), drawn by `device` into a tensor of
+/// their own (`InputSpec::draw_into`); `None` where the device does not draw them.
+fn draw_input(
+    contract: &Contract,
+    record: &Record,
+    tensor: &str,
+    (case, seed): (&Case, u64),
+    device: &DeviceDraw,
+) -> Option<Result<Drawn, String>> {
+    let spec = input_spec(contract, record, tensor);
+    let drawn = spec.draw_into(device, record.dtypes[tensor], &case.shapes[tensor], seed, &case.symbols)?;
+    Some(drawn.map_err(|e| format!("{}: {e}", input_key(record, tensor))))
+}
+
+/// The contract's key an input's generator comes from: the record's own, else the contract's.
+fn input_key(record: &Record, tensor: &str) -> String {
+    if record.inputs.contains_key(tensor) { format!("record `{}` inputs.{tensor}", record.name) } else { format!("inputs.{tensor}") }
 }
 
 /// Gate 1's non-finite values (and the zeros facing them) planted into an input's bytes as
@@ -1519,6 +1538,9 @@ fn run_case(
             let own = record.inputs.contains_key(spec.name).then(|| record.name.clone());
             let plain = (seed, dtype, shape.clone(), Inputs::AsGenerated, own.clone());
             let key = (seed, dtype, shape.clone(), variant, own);
+            // a large input a GPU drew into its own tensor, and the words the modifiers wrote
+            // since, which alone go up again (`DeviceDraw::seal_drawn`)
+            let mut drawn_tensor = None;
             let bytes = match inputs.bytes.get(&key) {
                 Some(bytes) => bytes.clone(),
                 None => {
@@ -1536,7 +1558,18 @@ fn run_case(
                         None => match device.is_none().then(|| inputs.generate_with_other_types(contract, spec.name, case, &key)).flatten()
                         {
                             Some(made) => made?,
-                            None => generate_input(contract, record, spec.name, case, seed, variant, device.as_ref())?,
+                            None => match device
+                                .as_ref()
+                                .filter(|_| variant == Inputs::AsGenerated)
+                                .and_then(|device| Some((draw_input(contract, record, spec.name, (case, seed), device)?, device)))
+                            {
+                                Some((drawn, device)) => {
+                                    let Drawn { tensor, bytes, written } = drawn?;
+                                    drawn_tensor = Some((tensor, written, device));
+                                    bytes
+                                }
+                                None => generate_input(contract, record, spec.name, case, seed, variant, device.as_ref())?,
+                            },
                         },
                     };
                     let bytes = Arc::new(bytes);
@@ -1551,12 +1584,17 @@ fn run_case(
             };
             input_values.insert(spec.name.to_string(), values);
             phases.inputs += lap.take();
-            let (tensor, seal) = match inputs.take_tensor(&key, bytes.len()) {
-                Some(kept) => {
+            let kept = if drawn_tensor.is_none() { inputs.take_tensor(&key, bytes.len()) } else { None };
+            let (tensor, seal) = match (drawn_tensor, kept) {
+                (Some((mut tensor, written, device)), _) => {
+                    let seal = device.seal_drawn(&mut tensor, &bytes, &written).map_err(|e| format!("uploading `{}`: {e}", spec.name))?;
+                    (tensor, seal)
+                }
+                (None, Some(kept)) => {
                     kept_inputs.push(spec.name);
                     kept
                 }
-                None => {
+                (None, None) => {
                     let mut tensor = Tensor::allocate(backend, dtype, shape).map_err(text)?;
                     let seal = match &device {
                         Some(device) => device.write_sealed(&mut tensor, &bytes).map_err(|e| format!("uploading `{}`: {e}", spec.name))?,

@@ -1,5 +1,6 @@
 // The harness's own kernels, built by a GPU backend's compiler like any kernel's: the input
-// generators (kc_draw) and the keyed hash gate 3 checks a large input with (kc_hash).
+// generators (kc_draw), the keyed hash gate 3 checks a large input with (kc_hash), and the
+// store of the words the host's modifiers changed in an input drawn here (kc_patch).
 //
 // kc_draw: the harness's input generators on a device, the bytes `Generator::generate` makes on the
 // host (harness/src/inputs.rs), element for element. A GPU-only case's tables are 2 to 2.2 G
@@ -133,4 +134,16 @@ extern "C" __global__ void kc_hash(const void* data, long long words, long long 
     sum += kc_mix((word[i] ^ (unsigned long long)key) + ((unsigned long long)i + 1ull) * KC_GOLDEN);
   }
   ((unsigned long long*)partials)[thread] = sum;
+}
+
+// A large input drawn here, then changed on the host by its modifiers (the special values, a
+// few elements of every row): the words they wrote go up as pairs, and word places[i] of data
+// becomes values[i], so the tensor's gigabytes are not sent again.
+extern "C" __global__ void kc_patch(void* data, const void* places, const void* values, long long count) {
+  long long stride = (long long)gridDim.x * blockDim.x;
+  const unsigned long long* place = (const unsigned long long*)places;
+  const unsigned long long* value = (const unsigned long long*)values;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
+    ((unsigned long long*)data)[place[i]] = value[i];
+  }
 }

@@ -114,7 +114,7 @@ impl Sites {
     }
 
     /// Every planted element, in no particular order.
-    fn elements(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(super) fn elements(&self) -> impl Iterator<Item = usize> + '_ {
         self.nans.iter().map(|s| s.0).chain(self.infinities.iter().map(|s| s.0))
     }
 

@@ -5,7 +5,7 @@
 use engine::DType;
 use rayon::prelude::*;
 
-use super::{Elements, SeededStream, float_limits};
+use super::{Elements, SeededStream, Written, float_limits};
 
 /// At most this many elements of a row get a special value: enough for each row to meet
 /// several, few enough that the row's own values still decide what the op computes.
@@ -97,6 +97,7 @@ pub(super) fn plant(t: &mut Elements, scale: f64, stream: &mut SeededStream) {
         start,
         magnitudes: KINDS.map(|kind| kind.magnitude(t.dtype, scale)),
         stream: stream.clone(),
+        written: t.written,
     };
     let bytes = &mut t.bytes[..rows * len * t.dtype.size()];
     let rows_per_piece = PIECE_ELEMENTS.div_ceil(len);
@@ -110,7 +111,7 @@ pub(super) fn plant(t: &mut Elements, scale: f64, stream: &mut SeededStream) {
 }
 
 /// What every row's planting shares.
-struct Plan {
+struct Plan<'a> {
     dtype: DType,
     len: usize,
     slots: usize,
@@ -120,9 +121,11 @@ struct Plan {
     magnitudes: [f64; KINDS.len()],
     /// The tensor's stream where the first row's draws begin.
     stream: SeededStream,
+    /// Where the planted elements are marked, if anywhere.
+    written: Option<&'a Written>,
 }
 
-impl Plan {
+impl Plan<'_> {
     /// A row's draws of the tensor's stream: a sign a slot and a column an odd slot.
     fn draws_per_row(&self) -> usize {
         self.slots + self.slots / 2
@@ -153,6 +156,10 @@ impl Plan {
             };
             let sign = if stream.next_u64() & 1 == 0 { 1.0 } else { -1.0 };
             self.dtype.encode(sign * self.magnitudes[kind as usize], &mut bytes[column * size..(column + 1) * size]);
+            if let Some(written) = self.written {
+                let at = (row * len + column) * size;
+                written.mark(at..at + size);
+            }
         }
     }
 }
@@ -264,7 +271,7 @@ mod tests {
         {
             let mut bytes = vec![0u8; rows * len * dtype.size()];
             let mut stream = SeededStream::new(17);
-            plant(&mut Elements { dtype, bytes: &mut bytes, rows }, 1.0, &mut stream);
+            plant(&mut Elements { dtype, bytes: &mut bytes, rows, written: None }, 1.0, &mut stream);
             let (rows, len) = if len < ROW_ELEMENTS_PER_SPECIAL { (1, rows * len) } else { (rows, len) };
             let slots = per_row(len);
             let draws = 1 + rows * (slots + slots / 2);
