@@ -56,8 +56,9 @@ const COPIED_RUN_BYTES: usize = 1 << 20;
 /// measured on an H100, the special values' 4 words a row of 2,048 (an 8 GiB f32 table of rows
 /// of 4,096) went up in 0.44 s against 1.52 s whole, but 4 a row of 64 (a 4 GiB f16 cache of
 /// rows of 256: 32 M pairs, made on one thread) took 1.34 to 1.50 s against 0.84 to 0.91 s
-/// whole, and 4 a row of 256, 0.60 to 0.72 s against 0.55 to 0.57 s.
-const PAIRED_ONE_WORD_IN: usize = 512;
+/// whole, 4 a row of 256 0.60 to 0.72 s against 0.55 to 0.57 s, and 4 a row of 1,024 (the same
+/// table in bf16) 0.32 against 0.27 s.
+const PAIRED_ONE_WORD_IN: usize = 256;
 
 /// Elements compared at each end, spread evenly, and at seeded places.
 const ENDS_CHECKED: usize = 4096;
