@@ -1539,7 +1539,7 @@ fn run_case(
             let plain = (seed, dtype, shape.clone(), Inputs::AsGenerated, own.clone());
             let key = (seed, dtype, shape.clone(), variant, own);
             // a large input a GPU drew into its own tensor, and the words the modifiers wrote
-            // since, which alone go up again (`DeviceDraw::seal_drawn`)
+            // since, which alone go up again where they are few (`DeviceDraw::seal_drawn`)
             let mut drawn_tensor = None;
             let bytes = match inputs.bytes.get(&key) {
                 Some(bytes) => bytes.clone(),

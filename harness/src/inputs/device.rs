@@ -5,8 +5,9 @@
 //! generator at about 140,000 elements (both ends, an even spread, seeded places) before it is
 //! used: a device that draws otherwise is an error of the record, never other inputs. An
 //! input is drawn into its own tensor (`InputSpec::draw_into`), and once the host's modifiers
-//! have changed their few elements a row, only the words they wrote go up again (`seal_drawn`,
-//! `kc_patch`), where sending an 8 GiB table whole again took 0.3 to 1.4 s a record on an H100.
+//! have changed their few elements a row, only the words they wrote go up again where they are
+//! few (`seal_drawn`, `kc_patch`, `PAIRED_ONE_WORD_IN`), where sending an 8 GiB table whole
+//! again took 0.3 to 1.5 s a record on an H100.
 //!
 //! Gate 3's check that such an input is unchanged after a record's launches is a keyed hash of
 //! its bytes on the device (`kc_hash`), where the bytes were read back whole (0.6 to 2.7 s for
