@@ -613,6 +613,12 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                     unstarted.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                     let index = start_order[started];
                     let (contract, control, records) = &units[index];
+                    // the unit that starts next, as things stand, is a control: a records
+                    // worker never serves one
+                    let controls_next = {
+                        let left = left.lock().unwrap_or_else(|p| p.into_inner());
+                        left.first().is_some_and(|&place| units[start_order[place]].1.is_some())
+                    };
                     let ready = prestarted.lock().unwrap_or_else(|p| p.into_inner()).get_mut(started).and_then(Option::take);
                     if let Some(mut unneeded) = ready.and_then(|process| slot.spare.replace(process)) {
                         unneeded.kill();
@@ -646,7 +652,19 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                             // a sandboxed worker cannot write the cache: only a job whose every
                             // build is there already may run in one
                             let poolable = !matches!(contract.reference, crate::contract::Reference::Cpp(_)) && all_built;
-                            let unit = Unit { command, settings, info, contract, control: *control, timeout, tell: &tell, keys, poolable };
+                            let spare_ahead = control.is_some() || controls_next;
+                            let unit = Unit {
+                                command,
+                                settings,
+                                info,
+                                contract,
+                                control: *control,
+                                timeout,
+                                tell: &tell,
+                                keys,
+                                poolable,
+                                spare_ahead,
+                            };
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
                         }
                     }
@@ -903,6 +921,13 @@ struct Unit<'a> {
     keys: HashSet<SourceKey>,
     /// Whether it may run in a worker of the pool (before and after other jobs).
     poolable: bool,
+    /// Whether the slot's next job likely needs a fresh process, so that one is started while
+    /// this job runs: the controls come next (a records worker never serves a control), or
+    /// this is a control (its worker ends after one whose kernel stored outside its tensors:
+    /// 6 of the suite's controls on the host). On an H100 such a start was 0.43 to 0.66 s, the
+    /// device context most of it (the driver makes contexts one at a time), and 11 of a whole
+    /// run's controls waited for one; a spare left over at the end is killed.
+    spare_ahead: bool,
 }
 
 /// The processes of one of the run's `--jobs` threads, between its units.
@@ -1049,9 +1074,10 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
             }
         };
         // a job whose process will end (a control planted to fault, or one no worker may take)
-        // is likely followed by another (controls come last): the next one's process starts
+        // is likely followed by another (controls come last), and so is one whose slot turns
+        // to controls next or runs them (`Unit::spare_ahead`): the next one's process starts
         // while this one runs
-        if slot.spare.is_none() && unit.ends_its_process() && more() {
+        if slot.spare.is_none() && (unit.ends_its_process() || unit.spare_ahead) && more() {
             slot.spare = start_fresh(unit.command, "spare").ok();
         }
         let temp = child.temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default();
