@@ -363,6 +363,24 @@ impl ProcessState {
         }
     }
 
+    /// `now`, once two pictures a millisecond apart list the same threads (at most 20 tries):
+    /// the first picture of a worker, which every later job's end is held to. A thread that is
+    /// ending as the picture is taken (one that has been joined but not yet left the task
+    /// list) is gone by the next job's end, and was retiring about one host worker a run as
+    /// "1 of its own gone".
+    pub fn settled(temp: Option<&Path>) -> ProcessState {
+        let mut picture = ProcessState::now(temp);
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            let again = ProcessState::now(temp);
+            if again.threads == picture.threads {
+                return again;
+            }
+            picture = again;
+        }
+        picture
+    }
+
     /// Why this picture, taken after a job, differs from `first`; None: it does not.
     pub fn changed_since(&self, first: &ProcessState) -> Option<String> {
         let added = |now: &BTreeSet<i32>, then: &BTreeSet<i32>| now.difference(then).count();
