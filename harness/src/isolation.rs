@@ -291,7 +291,7 @@ fn job_end(state: &mut WorkerState, before: &BTreeSet<PathBuf>, host: bool) -> J
             // a GPU backend's driver starts threads and opens files at its first launches:
             // the first job's end is the picture (a host worker takes it before any kernel loads)
             None if !host => {
-                state.first = Some(now);
+                state.first = Some(ProcessState::settled(state.temp.as_deref()));
                 None
             }
             None => Some("it has no picture of itself".into()),
@@ -405,7 +405,7 @@ pub fn serve(
                 // the threads every later job shares, started before the picture is taken
                 engine::backend::host::start_block_workers();
                 rayon::join(|| (), || ());
-                worker.first = Some(ProcessState::now(worker.temp.as_deref()));
+                worker.first = Some(ProcessState::settled(worker.temp.as_deref()));
             }
         }
     }
@@ -556,7 +556,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
             .take(threads)
             .map(|&i| {
                 let (contract, control, _) = &units[i];
-                start_fresh(command, &unit_label(contract, *control)).ok()
+                start_fresh(command, &unit_label(contract, *control), Start::Ahead).ok()
             })
             .collect(),
     );
@@ -578,6 +578,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     // started, as places in `start_order`.
     let left: Mutex<Vec<usize>> = Mutex::new((0..units.len()).collect());
     let unstarted = std::sync::atomic::AtomicUsize::new(units.len());
+    let records_unstarted = std::sync::atomic::AtomicUsize::new(units.iter().filter(|(_, control, _)| control.is_none()).count());
     // `--fail-fast`: set at the first red record; no unit starts after it
     let stopped = std::sync::atomic::AtomicBool::new(false);
     let (sender, results) = mpsc::channel::<(usize, UnitMessage)>();
@@ -598,6 +599,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         for _ in 0..threads {
             let sender = sender.clone();
             let (units, left, unstarted, progress, stopped, memory) = (&units, &left, &unstarted, &progress, &stopped, &memory);
+            let records_unstarted = &records_unstarted;
             let (first_unit_started, every_source) = (&first_unit_started, &every_source);
             let (prestarted, start_order, footprints) = (&prestarted, &start_order, &footprints);
             scope.spawn(move || {
@@ -605,6 +607,16 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                 let mut slot = Slot::default();
                 // not `left`'s lock: a thread may hold it while it waits for this one's bytes
                 let more = || unstarted.load(std::sync::atomic::Ordering::Relaxed) > 0;
+                // fewer records units wait than there are slots, and controls do: this slot's
+                // next unit is likely a control, which a records worker never serves (atomics,
+                // not `left`'s lock, for the same reason)
+                let controls_next = || {
+                    let (all, records) = (
+                        unstarted.load(std::sync::atomic::Ordering::Relaxed),
+                        records_unstarted.load(std::sync::atomic::Ordering::Relaxed),
+                    );
+                    records < threads && all > records
+                };
                 loop {
                     if stopped.load(std::sync::atomic::Ordering::Relaxed) {
                         break;
@@ -613,12 +625,9 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                     unstarted.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                     let index = start_order[started];
                     let (contract, control, records) = &units[index];
-                    // the unit that starts next, as things stand, is a control: a records
-                    // worker never serves one
-                    let controls_next = {
-                        let left = left.lock().unwrap_or_else(|p| p.into_inner());
-                        left.first().is_some_and(|&place| units[start_order[place]].1.is_some())
-                    };
+                    if control.is_none() {
+                        records_unstarted.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     let ready = prestarted.lock().unwrap_or_else(|p| p.into_inner()).get_mut(started).and_then(Option::take);
                     if let Some(mut unneeded) = ready.and_then(|process| slot.spare.replace(process)) {
                         unneeded.kill();
@@ -652,7 +661,6 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                             // a sandboxed worker cannot write the cache: only a job whose every
                             // build is there already may run in one
                             let poolable = !matches!(contract.reference, crate::contract::Reference::Cpp(_)) && all_built;
-                            let spare_ahead = control.is_some() || controls_next;
                             let unit = Unit {
                                 command,
                                 settings,
@@ -663,7 +671,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                                 tell: &tell,
                                 keys,
                                 poolable,
-                                spare_ahead,
+                                controls_next: &controls_next,
                             };
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
                         }
@@ -714,7 +722,10 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
     report.timing.run_seconds = first_unit_started.get().map_or(0.0, |at| at.elapsed().as_secs_f64());
     report.timing.total_seconds = started.elapsed().as_secs_f64();
     // a run is its process's only one: every child it started, the build's and spares' too
-    report.timing.processes = PROCESSES_STARTED.load(std::sync::atomic::Ordering::Relaxed);
+    let starts = process_starts();
+    report.timing.processes = starts.ahead + starts.build + starts.spare + starts.on_demand;
+    report.timing.process_starts = starts;
+    report.timing.processes_ended = std::mem::take(&mut *PROCESSES_ENDED.lock().unwrap_or_else(|p| p.into_inner()));
     on_event(&Event::Finished(&report));
     report
 }
@@ -811,7 +822,7 @@ fn build(command: &ChildCommand, settings: &Settings, sources: &[BuildSource], p
     }
     let limit = Duration::from_secs(settings.build_timeout_seconds.max(1));
     let job = ChildJob::Build { sources: sources.to_vec() };
-    let started = Supervised::start(command, BUILD_LABEL, None);
+    let started = Supervised::start(command, BUILD_LABEL, None, Start::Build);
     let Ok(mut child) = started.and_then(|mut child| child.send(job, None).map(|()| child)) else {
         return progress.over(HashMap::new());
     };
@@ -921,13 +932,8 @@ struct Unit<'a> {
     keys: HashSet<SourceKey>,
     /// Whether it may run in a worker of the pool (before and after other jobs).
     poolable: bool,
-    /// Whether the slot's next job likely needs a fresh process, so that one is started while
-    /// this job runs: the controls come next (a records worker never serves a control), or
-    /// this is a control (its worker ends after one whose kernel stored outside its tensors:
-    /// 6 of the suite's controls on the host). On an H100 such a start was 0.43 to 0.66 s, the
-    /// device context most of it (the driver makes contexts one at a time), and 11 of a whole
-    /// run's controls waited for one; a spare left over at the end is killed.
-    spare_ahead: bool,
+    /// Whether the slot's next unit is likely a control (see `Unit::spare_ahead`).
+    controls_next: &'a dyn Fn() -> bool,
 }
 
 /// The processes of one of the run's `--jobs` threads, between its units.
@@ -960,9 +966,9 @@ fn unit_label(contract: &Contract, control: Option<&Control>) -> String {
 }
 
 /// A new process with a temporary folder of its own, waiting for its first job.
-fn start_fresh(command: &ChildCommand, label: &str) -> Result<Supervised, String> {
+fn start_fresh(command: &ChildCommand, label: &str, why: Start) -> Result<Supervised, String> {
     let temp = TempFolder::create().map_err(|e| format!("could not create a temporary folder for its process: {e}"))?;
-    Supervised::start(command, label, Some(temp))
+    Supervised::start(command, label, Some(temp), why)
         .map_err(|e| format!("could not start a child process for it: {}", runner::error_chain(&e)))
 }
 
@@ -994,6 +1000,16 @@ impl PoolWorker {
 }
 
 impl Unit<'_> {
+    /// Whether the slot's next job likely needs a fresh process, so that one is started while
+    /// this job runs: the controls come next (a records worker never serves a control), or
+    /// this is a control (its worker ends after one whose kernel stored outside its tensors:
+    /// 6 of the suite's controls on the host). On an H100 such a start was 0.43 to 0.66 s, the
+    /// device context most of it (the driver makes contexts one at a time), and 11 of a whole
+    /// run's controls waited for one; a spare left over at the end is killed.
+    fn spare_ahead(&self) -> bool {
+        self.control.is_some() || (self.controls_next)()
+    }
+
     /// Whether its process surely ends with it: no worker may take it, or it is a control
     /// planted to crash, hang, exit or lose its device.
     fn ends_its_process(&self) -> bool {
@@ -1016,6 +1032,36 @@ impl Unit<'_> {
     }
 }
 
+/// Why a process that reported the whole job it was given is not kept for the next one.
+fn why_not_kept(unit: &Unit, pending: &[RecordResult], end: &JobEnd, fatal: bool, foreign: usize) -> String {
+    if !unit.poolable {
+        "no worker may take its job (a kernel built in its own process, or a C++ reference)".into()
+    } else if pending.iter().any(|r| r.error.is_some()) {
+        "a record errored".into()
+    } else if pending.iter().any(RecordResult::wrote_outside_its_tensors) {
+        "a record stored outside its tensors".into()
+    } else if fatal {
+        "it reported a fatal error".into()
+    } else if foreign > 0 {
+        "it wrote to its result channel outside the protocol".into()
+    } else if let Some(why) = &end.refused {
+        format!("it declined further jobs: {why}")
+    } else {
+        "--fail-fast stopped it at a red record".into()
+    }
+}
+
+/// Why a process ended that did not report its whole job cleanly.
+fn why_it_ended(ending: &Ending, status: &io::Result<ExitStatus>) -> String {
+    match (ending, status) {
+        (Ending::TimedOut, _) => "it timed out".into(),
+        (Ending::Protocol(_), _) => "it broke the result protocol".into(),
+        (_, Ok(status)) if status.success() => "it ended by itself".into(),
+        (_, Ok(status)) => end_cause(*status).1,
+        (_, Err(e)) => format!("it could not be waited for: {e}"),
+    }
+}
+
 /// How a child's process ended, as far as the records it ran are concerned.
 enum Ending {
     /// Its process ended by itself (its status says how).
@@ -1026,8 +1072,8 @@ enum Ending {
     Protocol(Option<String>),
     /// It ran the whole job cleanly and waits for another.
     Kept(JobEnd),
-    /// It declined the job before running any of it.
-    Refused,
+    /// It declined the job before running any of it, saying why.
+    Refused(String),
 }
 
 /// Runs `records` of the unit in child processes until each has a result: one that did not
@@ -1060,7 +1106,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                 slot.idle = idle;
                 let fresh = match slot.spare.take() {
                     Some(spare) => Ok(spare),
-                    None => start_fresh(unit.command, &label),
+                    None => start_fresh(unit.command, &label, Start::OnDemand),
                 };
                 match fresh {
                     Ok(child) => (child, HashSet::new()),
@@ -1075,11 +1121,14 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
         };
         // a job whose process will end (a control planted to fault, or one no worker may take)
         // is likely followed by another (controls come last), and so is one whose slot turns
-        // to controls next or runs them (`Unit::spare_ahead`): the next one's process starts
-        // while this one runs
-        if slot.spare.is_none() && (unit.ends_its_process() || unit.spare_ahead) && more() {
-            slot.spare = start_fresh(unit.command, "spare").ok();
-        }
+        // to controls next or runs them (`Unit::spare_ahead`, asked again after each record):
+        // the next one's process starts while this one runs
+        let start_spare = |slot: &mut Slot| {
+            if slot.spare.is_none() && (unit.ends_its_process() || unit.spare_ahead()) && more() {
+                slot.spare = start_fresh(unit.command, "spare", Start::Spare).ok();
+            }
+        };
+        start_spare(slot);
         let temp = child.temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default();
         if let Err(e) = child.send(unit.job(&remaining), Some(plan_in(&temp))) {
             child.kill();
@@ -1101,6 +1150,8 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
         let mut stopped_early = false;
         let mut fatal: Option<String> = None;
         let mut startup: Option<f64> = None;
+        // why a process that reported its whole job is not kept as a worker
+        let mut ends_because: Option<String> = None;
         let ending = loop {
             match child.next(item_started + unit.timeout) {
                 Received::Message(ChildMessage::Case(c)) => case = Some(c),
@@ -1108,7 +1159,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                 Received::Message(ChildMessage::Ready) => {
                     startup.get_or_insert(handed.elapsed().as_secs_f64());
                 }
-                Received::Message(ChildMessage::Refused(_)) if pending.is_empty() && fatal.is_none() => break Ending::Refused,
+                Received::Message(ChildMessage::Refused(why)) if pending.is_empty() && fatal.is_none() => break Ending::Refused(why),
                 Received::Message(ChildMessage::Refused(why)) => {
                     break Ending::Protocol(Some(format!("its process declined the job after running some of it: {why}")));
                 }
@@ -1123,6 +1174,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                     if clean {
                         break Ending::Kept(end);
                     }
+                    ends_because = Some(why_not_kept(unit, &pending, &end, fatal.is_some(), child.foreign));
                     // it ends now, and its results count once it has ended cleanly
                     child.close_input();
                 }
@@ -1156,6 +1208,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                     stopped_early =
                         result.error.is_some() || result.wrote_outside_its_tensors() || (unit.settings.fail_fast && result.red());
                     pending.push(result);
+                    start_spare(slot);
                     item_started = Instant::now();
                     case = None;
                     if let Some(next) = remaining.front() {
@@ -1186,9 +1239,10 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                 }
                 continue;
             }
-            Ending::Refused => {
+            Ending::Refused(why) => {
                 child.kill();
                 let _ = child.finish();
+                process_ended(&label, format!("declined the job: {why}"));
                 fresh_only = true;
                 continue;
             }
@@ -1198,6 +1252,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
             child.kill();
         }
         let status = child.finish();
+        process_ended(&label, ends_because.take().unwrap_or_else(|| why_it_ended(&ending, &status)));
         let seconds = item_started.elapsed().as_secs_f64();
         let output = child.output_tails();
         let with_output = |text: String| if output.is_empty() { text } else { format!("{text}\n{output}") };
@@ -1224,7 +1279,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
                 Some((Some(Fault::Timeout), format!("timed out after {timeout_seconds} s{place}: its process was killed")))
             }
             (Ending::Protocol(why), _) => why.map(|why| (None, why)),
-            (Ending::Kept(_) | Ending::Refused, _) => unreachable!("a kept or declining worker was dealt with above"),
+            (Ending::Kept(_) | Ending::Refused(_), _) => unreachable!("a kept or declining worker was dealt with above"),
             (Ending::Exited, Ok(status)) if status.success() && (at_exit || stopped_early) => None,
             (Ending::Exited, Ok(status)) => {
                 let (fault, cause) = end_cause(status);
@@ -1447,14 +1502,34 @@ enum StartError {
     Process(#[from] ProcessError),
 }
 
-/// Child processes this process started: a run's figure (each opens a device context, which
-/// on an H100 costs about 0.2 s of the driver's time, one context after another).
-static PROCESSES_STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Why a child process is started (`ProcessStarts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    Ahead,
+    Build,
+    Spare,
+    OnDemand,
+}
+
+/// Child processes this process started, by `Start`: a run's figures (each opens a device
+/// context, which on an H100 costs about 0.2 s of the driver's time, one context after another).
+static PROCESSES_STARTED: [std::sync::atomic::AtomicUsize; 4] = [const { std::sync::atomic::AtomicUsize::new(0) }; 4];
+/// The processes that ended after a job (`Timing::processes_ended`), in the order they ended.
+static PROCESSES_ENDED: Mutex<Vec<runner::ProcessEnded>> = Mutex::new(Vec::new());
+
+fn process_starts() -> runner::ProcessStarts {
+    let of = |why: Start| PROCESSES_STARTED[why as usize].load(std::sync::atomic::Ordering::Relaxed);
+    runner::ProcessStarts { ahead: of(Start::Ahead), build: of(Start::Build), spare: of(Start::Spare), on_demand: of(Start::OnDemand) }
+}
+
+fn process_ended(unit: &str, why: String) {
+    PROCESSES_ENDED.lock().unwrap_or_else(|p| p.into_inner()).push(runner::ProcessEnded { unit: unit.to_string(), why });
+}
 
 impl Supervised {
     /// A child waiting for its first job, with `temp` as its temporary folder (its TMPDIR).
-    fn start(command: &ChildCommand, label: &str, temp: Option<TempFolder>) -> Result<Supervised, StartError> {
-        PROCESSES_STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    fn start(command: &ChildCommand, label: &str, temp: Option<TempFolder>, why: Start) -> Result<Supervised, StartError> {
+        PROCESSES_STARTED[why as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (read_end, write_end) = pipe().map_err(StartError::Channel)?;
         let mut process = Command::new(&command.program);
         if let Some(temp) = &temp {

@@ -108,6 +108,10 @@ pub fn merge(reports: Vec<(PathBuf, ReportFile)>) -> Result<RunReport, MergeErro
         timing.total_seconds += r.timing.total_seconds;
         timing.modules_built += r.timing.modules_built;
         timing.processes += r.timing.processes;
+        let (starts, of) = (&mut timing.process_starts, &r.timing.process_starts);
+        (starts.ahead, starts.build, starts.spare, starts.on_demand) =
+            (starts.ahead + of.ahead, starts.build + of.build, starts.spare + of.spare, starts.on_demand + of.on_demand);
+        timing.processes_ended.extend(r.timing.processes_ended.iter().cloned());
     }
     let interrupted = reports.iter().find_map(|(_, r)| r.interrupted.clone());
     let controls_not_applicable = dedup(reports.iter().flat_map(|(_, r)| r.controls_not_applicable.iter().cloned()));

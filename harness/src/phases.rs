@@ -78,22 +78,55 @@ pub fn builds_and_records(timing: &Timing, modules: bool, records: &str) -> Stri
     format!("kernel builds {builds:.2} s{modules}{joined} {records} {run:.2} s")
 }
 
+/// `, N processes started (A ahead of the first jobs, ...)`, or nothing in one process.
+fn processes_started(timing: &Timing) -> String {
+    let starts = &timing.process_starts;
+    let parts: Vec<String> = [
+        (starts.ahead, "ahead of the first jobs"),
+        (starts.build, "for the builds"),
+        (starts.spare, "as spares"),
+        (starts.on_demand, "on demand"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, why)| format!("{} {why}", crate::format::count(*n)))
+    .collect();
+    let why = if parts.is_empty() { String::new() } else { format!(" ({})", parts.join(", ")) };
+    match timing.processes {
+        0 => String::new(),
+        1 => format!(", 1 process started{why}"),
+        n => format!(", {} processes started{why}", crate::format::count(n)),
+    }
+}
+
+/// The processes that ended after a job, counted by why (the JSON names each one's unit).
+fn processes_ended(timing: &Timing) -> Option<String> {
+    let mut by_why: Vec<(&str, usize)> = Vec::new();
+    for ended in &timing.processes_ended {
+        match by_why.iter_mut().find(|(why, _)| *why == ended.why) {
+            Some((_, n)) => *n += 1,
+            None => by_why.push((&ended.why, 1)),
+        }
+    }
+    by_why.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let parts: Vec<String> = by_why.iter().map(|(why, n)| format!("{} {why}", crate::format::count(*n))).collect();
+    (!parts.is_empty())
+        .then(|| format!("processes that ended after a job: {} ({})", crate::format::count(timing.processes_ended.len()), parts.join("; ")))
+}
+
 const HEADINGS: [&str; 7] = ["start-up", "inputs", "upload", "launches", "download", "oracle", "gates"];
 
 /// The `--timings` table: the run's builds, then every record and control by its wall time
 /// (the slowest first, at most `rows`), each split into its phases; `other` is what the
 /// phases do not hold (live limits, the results' way back).
 pub fn timings_table(run: &RunReport, rows: usize) -> Vec<String> {
-    let processes = match run.timing.processes {
-        0 => String::new(),
-        1 => ", 1 process started".to_string(),
-        n => format!(", {} processes started", crate::format::count(n)),
-    };
     let mut lines = vec![format!(
-        "timings: {:.2} s in all, {}{processes}",
+        "timings: {:.2} s in all, {}{}",
         run.timing.total_seconds,
-        builds_and_records(&run.timing, true, "records and controls")
+        builds_and_records(&run.timing, true, "records and controls"),
+        processes_started(&run.timing)
     )];
+    lines.extend(processes_ended(&run.timing));
     let mut results: Vec<_> = run.records.iter().chain(&run.controls).collect();
     results.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
     let header = format!("{:>8} {}{:>8}  record", "seconds", HEADINGS.map(|h| format!("{h:>9}")).concat(), "other");
@@ -146,7 +179,7 @@ mod tests {
             run_seconds,
             total_seconds,
             modules_built: 83,
-            processes: 0,
+            ..Timing::default()
         };
         assert_eq!(
             builds_and_records(&timing(0.08, 10.57, 10.95), false, "launches and gates"),
@@ -156,5 +189,31 @@ mod tests {
             builds_and_records(&timing(16.94, 17.95, 18.30), true, "records and controls"),
             "kernel builds 16.94 s (83 modules) beside records and controls 17.95 s"
         );
+    }
+
+    #[test]
+    fn the_processes_are_said_by_why_each_started_and_why_each_ended() {
+        let ended = |unit: &str, why: &str| crate::runner::ProcessEnded { unit: unit.into(), why: why.into() };
+        let timing = Timing {
+            processes: 19,
+            process_starts: crate::runner::ProcessStarts { ahead: 4, build: 1, spare: 13, on_demand: 1 },
+            processes_ended: vec![
+                ended("control controls/a.toml", "a record stored outside its tensors"),
+                ended("control controls/faults/far_write_host.toml", "crashed: SIGSEGV"),
+                ended("control controls/b.toml", "a record stored outside its tensors"),
+            ],
+            ..Timing::default()
+        };
+        assert_eq!(
+            processes_started(&timing),
+            ", 19 processes started (4 ahead of the first jobs, 1 for the builds, 13 as spares, 1 on demand)"
+        );
+        assert_eq!(
+            processes_ended(&timing).unwrap(),
+            "processes that ended after a job: 3 (2 a record stored outside its tensors; 1 crashed: SIGSEGV)"
+        );
+        // one process: nothing said
+        assert_eq!(processes_started(&Timing::default()), "");
+        assert_eq!(processes_ended(&Timing::default()), None);
     }
 }

@@ -405,6 +405,34 @@ pub struct Timing {
     /// context, which the driver makes one after another.
     #[serde(default)]
     pub processes: usize,
+    /// Why they were started.
+    #[serde(default)]
+    pub process_starts: ProcessStarts,
+    /// The processes that ended after serving a job, while a pooled worker would have been
+    /// kept for the next, each with its unit and why: what the next job's process start cost.
+    #[serde(default)]
+    pub processes_ended: Vec<ProcessEnded>,
+}
+
+/// A run's child processes by why each started.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ProcessStarts {
+    /// At the run's start, one per job slot, before the first units' kernels were built.
+    pub ahead: usize,
+    /// The kernel builds' process.
+    pub build: usize,
+    /// While a job ran, for the job its slot takes next (a fault planted, a job no worker may
+    /// take, a slot turning to controls or running them).
+    pub spare: usize,
+    /// When a job found no worker that could take it and no spare.
+    pub on_demand: usize,
+}
+
+/// A child process that ended after a job: its unit (`tf_add`, `control controls/x.toml`) and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ProcessEnded {
+    pub unit: String,
+    pub why: String,
 }
 
 #[derive(Debug, Serialize)]

@@ -606,6 +606,9 @@ fn timings_split_each_records_time_into_phases_in_the_table_and_the_report() {
     let (code, lines, stderr) = contracts(&["--only", "tf_add", "--timings", "--report", report.to_str().unwrap()]);
     assert_eq!(code, 0, "{lines:?}\n{stderr}");
     let table = lines.iter().position(|l| l.starts_with("timings: ")).expect("a timings table");
+    // tf_add's controls planted to crash and to hang end their processes
+    assert_eq!(lines[table + 1], "processes that ended after a job: 2 (1 crashed: SIGSEGV; 1 it timed out)", "{lines:?}");
+    let table = table + 1;
     let header = &lines[table + 1];
     for phase in ["start-up", "inputs", "upload", "launches", "download", "oracle", "gates", "other"] {
         assert!(header.contains(phase), "{header}");

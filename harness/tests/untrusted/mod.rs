@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{children_labelled, copy_dir, root};
+use crate::{copy_dir, root};
 
 /// What a row's tf_add does besides adding: `extra` is C++ at file scope defining
 /// `static bool misbehave(long long i, int out_kind)`, called by every thread before its
@@ -440,6 +440,25 @@ fn every_misbehaving_kernel_costs_its_record_only_and_leaves_nothing_behind() {
     assert!(failures.is_empty(), "{} of {} rows fall short:\n{}", failures.len(), rows.len(), failures.join("\n\n"));
 }
 
+/// Whether a child of `parent` has a child that leads a session of its own (a sleeper forked
+/// by a kernel that called setsid).
+fn has_a_session_leader_grandchild(parent: u32) -> bool {
+    // (pid, parent pid, session) of every process
+    let processes: Vec<(u32, u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // after the command name in parentheses: state, parent pid, process group, session
+            let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split(' ').collect();
+            Some((pid, fields.get(1)?.parse().ok()?, fields.get(3)?.parse().ok()?))
+        })
+        .collect();
+    let children: Vec<u32> = processes.iter().filter(|p| p.1 == parent).map(|p| p.0).collect();
+    processes.iter().any(|&(pid, ppid, session)| session == pid && children.contains(&ppid))
+}
+
 #[test]
 fn a_signal_mid_run_ends_every_process_and_the_report_says_so() {
     // tf_add's records pass; then a control whose first thread forks a sleeper into a session
@@ -464,12 +483,13 @@ fn a_signal_mid_run_ends_every_process_and_the_report_says_so() {
         let child = setup.command(&["--jobs", "1"], false).spawn().unwrap();
         let parent = child.id();
         let started = Instant::now();
-        while children_labelled(parent, "control controls/hang.toml").is_empty() {
-            assert!(started.elapsed() < Duration::from_secs(180), "no child for the control appeared");
+        // the control's process (a spare started while the records ran, so labelled `spare`)
+        // is stuck in its kernel once the sleeper it forked has its own session
+        while !has_a_session_leader_grandchild(parent) {
+            assert!(started.elapsed() < Duration::from_secs(180), "the control's kernel forked no sleeper");
             std::thread::sleep(Duration::from_millis(20));
         }
-        // the control's child is stuck in its kernel by then, its sleeper forked
-        std::thread::sleep(Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_millis(500));
         // SAFETY: a signal to the run started above
         assert_eq!(unsafe { libc::kill(parent as i32, signal) }, 0);
         let out = child.wait_with_output().unwrap();
