@@ -200,11 +200,11 @@ impl<'a> DeviceDraw<'a> {
     /// changed since: only the words they wrote go up (`patch`), and the seal's hash of the
     /// whole tensor against the host's bytes finds any they wrote and did not say.
     pub fn seal_drawn(&self, tensor: &mut engine::tensor::Tensor, bytes: &[u8], written: &Written) -> Result<Option<Seal>, String> {
-        let runs = written.runs();
-        let paired: usize = runs.iter().map(|run| run.len()).filter(|words| words * 8 < COPIED_RUN_BYTES).sum();
-        if paired.saturating_mul(PAIRED_ONE_WORD_IN) > bytes.len().div_ceil(8) {
+        let most_paired = bytes.len().div_ceil(8) / PAIRED_ONE_WORD_IN;
+        if written.short_run_words(COPIED_RUN_BYTES / 8, most_paired) > most_paired {
             return self.write_sealed(tensor, bytes);
         }
+        let runs = written.runs();
         self.sent_sealed(tensor, bytes, |tensor| self.patch(tensor, bytes, &runs))
     }
 
