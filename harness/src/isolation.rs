@@ -1005,9 +1005,12 @@ impl Unit<'_> {
     /// this is a control (its worker ends after one whose kernel stored outside its tensors:
     /// 6 of the suite's controls on the host). On an H100 such a start was 0.43 to 0.66 s, the
     /// device context most of it (the driver makes contexts one at a time), and 11 of a whole
-    /// run's controls waited for one; a spare left over at the end is killed.
+    /// run's controls waited for one; a spare left over at the end is killed. Not on the host:
+    /// there a start is a few milliseconds, and the records need the same cores, so a spare
+    /// hides nothing and a spare killed unused is CPU lost (the cold suite on 2 cores was
+    /// 0.1 to 0.4 s slower with them).
     fn spare_ahead(&self) -> bool {
-        self.control.is_some() || (self.controls_next)()
+        self.info.name != "host" && (self.control.is_some() || (self.controls_next)())
     }
 
     /// Whether its process surely ends with it: no worker may take it, or it is a control

@@ -81,10 +81,11 @@ pub fn builds_and_records(timing: &Timing, modules: bool, records: &str) -> Stri
 /// `, N processes started (A ahead of the first jobs, ...)`, or nothing in one process.
 fn processes_started(timing: &Timing) -> String {
     let starts = &timing.process_starts;
+    let spares = if starts.spare == 1 { "as a spare" } else { "as spares" };
     let parts: Vec<String> = [
         (starts.ahead, "ahead of the first jobs"),
         (starts.build, "for the builds"),
-        (starts.spare, "as spares"),
+        (starts.spare, spares),
         (starts.on_demand, "on demand"),
     ]
     .iter()
@@ -212,6 +213,12 @@ mod tests {
             processes_ended(&timing).unwrap(),
             "processes that ended after a job: 3 (2 a record stored outside its tensors; 1 crashed: SIGSEGV)"
         );
+        let one_spare = Timing {
+            processes: 2,
+            process_starts: crate::runner::ProcessStarts { spare: 1, build: 1, ..Default::default() },
+            ..Timing::default()
+        };
+        assert_eq!(processes_started(&one_spare), ", 2 processes started (1 for the builds, 1 as a spare)");
         // one process: nothing said
         assert_eq!(processes_started(&Timing::default()), "");
         assert_eq!(processes_ended(&Timing::default()), None);

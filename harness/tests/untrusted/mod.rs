@@ -483,8 +483,9 @@ fn a_signal_mid_run_ends_every_process_and_the_report_says_so() {
         let child = setup.command(&["--jobs", "1"], false).spawn().unwrap();
         let parent = child.id();
         let started = Instant::now();
-        // the control's process (a spare started while the records ran, so labelled `spare`)
-        // is stuck in its kernel once the sleeper it forked has its own session
+        // the control's process (whatever its label: on a GPU it would be a spare started
+        // while the records ran) is stuck in its kernel once the sleeper it forked has its own
+        // session
         while !has_a_session_leader_grandchild(parent) {
             assert!(started.elapsed() < Duration::from_secs(180), "the control's kernel forked no sleeper");
             std::thread::sleep(Duration::from_millis(20));
