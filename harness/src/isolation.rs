@@ -536,6 +536,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         units.push((contract, Some(control), vec![contract.record(&control.record).unwrap()]));
     }
     let threads = settings.jobs.clamp(1, units.len().max(1));
+    let worker_cpu_seconds = worker_cpu_seconds(settings, info, &units);
     // the host memory each unit's case of gigabytes holds at its peak (none for most), and the
     // order units start in: those first, longest first (one after another, or a few side by
     // side, they are most of a GPU run), the rest as reported
@@ -672,6 +673,7 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
                                 keys,
                                 poolable,
                                 controls_next: &controls_next,
+                                worker_cpu_seconds,
                             };
                             supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
                         }
@@ -737,6 +739,18 @@ enum UnitMessage {
     Case(CaseDone),
     Result(Box<RecordResult>),
     Done,
+}
+
+/// The hard CPU limit of every worker of the run (`Plan::worker_cpu_seconds`): what its
+/// largest job's records may use, and at least `sandbox::WORKER_CPU_SECONDS`.
+fn worker_cpu_seconds(settings: &Settings, info: &BackendInfo, units: &[(&Contract, Option<&Control>, Vec<&Record>)]) -> u64 {
+    units
+        .iter()
+        .map(|(contract, control, records)| {
+            let seconds = time_limit(settings, contract, *control).as_secs();
+            Plan::for_job(&info.name, contract, records.len(), seconds, info.workers, Path::new("")).cpu_seconds_needed()
+        })
+        .fold(sandbox::WORKER_CPU_SECONDS, u64::max)
 }
 
 /// Every kernel source the units need, once each, in the order the units start (a unit's
@@ -934,6 +948,8 @@ struct Unit<'a> {
     poolable: bool,
     /// Whether the slot's next unit is likely a control (see `Unit::spare_ahead`).
     controls_next: &'a dyn Fn() -> bool,
+    /// A worker's hard CPU limit (`Plan::worker_cpu_seconds`): the run's largest job's need.
+    worker_cpu_seconds: u64,
 }
 
 /// The processes of one of the run's `--jobs` threads, between its units.
@@ -1097,6 +1113,7 @@ fn supervise(unit: &Unit, records: Vec<&Record>, emit: &mut dyn FnMut(RecordResu
         let plan_in = |temp: &Path| {
             let mut plan = Plan::for_job(&unit.info.name, unit.contract, remaining.len(), timeout_seconds, unit.info.workers, temp);
             plan.pooled = unit.poolable;
+            plan.worker_cpu_seconds = unit.worker_cpu_seconds;
             plan
         };
         let handed = Instant::now();
@@ -1810,6 +1827,39 @@ mod tests {
         let control =
             Control::load(&settings.controls_dir.join("faults/never_returns.toml"), "never_returns.toml", &settings.root).unwrap();
         assert_eq!(time_limit(&settings, &contract, Some(&control)), Duration::from_secs(1));
+    }
+
+    /// On a GPU host of 16 cores, tf_embed_dense's six records of 120 s need 6 * (120 * 16 +
+    /// 10) + 10 CPU seconds: every worker's hard limit covers them, so a worker that began
+    /// with tf_add (4 * (30 * 16 + 10) + 10) is not passed over for it.
+    #[test]
+    fn every_worker_of_a_run_may_take_its_largest_job_by_cpu_time() {
+        let settings = runner::tests_settings();
+        let parse = |op: &str| {
+            let path = settings.contracts_dir.join(format!("{op}.toml"));
+            Contract::parse(&format!("contracts/{op}.toml"), &std::fs::read_to_string(path).unwrap()).unwrap()
+        };
+        let (add, embed) = (parse("tf_add"), parse("tf_embed_dense"));
+        let info = |name: &str, workers| BackendInfo {
+            name: name.into(),
+            arch: "sm_90".into(),
+            toolchain: String::new(),
+            gates_run: vec![],
+            workers,
+            device_memory: None,
+        };
+        let units = vec![(&add, None, add.records.iter().collect()), (&embed, None, embed.records.iter().collect())];
+        assert_eq!(embed.records.len(), 6);
+        let seconds = worker_cpu_seconds(&settings, &info("cuda", 16), &units);
+        assert_eq!(seconds, 6 * (120 * 16 + 10) + 10);
+        let mut plan = Plan::for_job("cuda", &add, add.records.len(), 30, 16, Path::new(""));
+        assert!(plan.cpu_seconds_needed() < sandbox::WORKER_CPU_SECONDS);
+        plan.worker_cpu_seconds = seconds;
+        // the limit a worker that begins with tf_add sets for its life
+        assert_eq!(plan.worker_cpu_seconds.max(plan.cpu_seconds_needed()), 11_590);
+        // a small run's workers keep the floor
+        let small = vec![(&add, None, add.records.iter().collect())];
+        assert_eq!(worker_cpu_seconds(&settings, &info("host", 2), &small), sandbox::WORKER_CPU_SECONDS);
     }
 
     #[test]

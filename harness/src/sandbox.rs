@@ -38,6 +38,10 @@ const CPU_SLACK_SECONDS: u64 = 10;
 /// before a job whose records' limits would not fit under what is left of it.
 pub const WORKER_CPU_SECONDS: u64 = 3600;
 
+fn default_worker_cpu_seconds() -> u64 {
+    WORKER_CPU_SECONDS
+}
+
 /// What a child applies to itself after its kernels are built and before any is loaded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -52,6 +56,14 @@ pub struct Plan {
     /// its life (CPU: `WORKER_CPU_SECONDS`; address space: left as it was, so that each later
     /// job's soft limit can be its own), and only the soft ones are the job's.
     pub pooled: bool,
+    /// A pooled worker's hard CPU limit, from its first job on (at least that job's need):
+    /// the run's largest job's, so that no worker must be passed over for a job whose records'
+    /// limits would not fit under what is left (on a GPU host of 16 cores, tf_embed_dense's
+    /// six records of 120 s are 11,590 s, and a worker that began with a small job was
+    /// passed over for it and for tf_sum_partials, a process start each). The soft limit is
+    /// each record's; a record's wall time limit ends it whatever its CPU time.
+    #[serde(default = "default_worker_cpu_seconds")]
+    pub worker_cpu_seconds: u64,
     /// RLIMIT_FSIZE 0: a write to any file kills the process (SIGXFSZ).
     pub no_file_writes: bool,
     pub open_files: Option<u64>,
@@ -73,6 +85,7 @@ impl Plan {
                 cpu_seconds_per_record,
                 records,
                 pooled: false,
+                worker_cpu_seconds: WORKER_CPU_SECONDS,
                 no_file_writes: false,
                 open_files: None,
                 writable: None,
@@ -85,6 +98,7 @@ impl Plan {
             cpu_seconds_per_record,
             records,
             pooled: false,
+            worker_cpu_seconds: WORKER_CPU_SECONDS,
             no_file_writes: true,
             open_files: Some(OPEN_FILES),
             writable: Some(temp.to_path_buf()),
@@ -154,7 +168,8 @@ pub fn apply(plan: &Plan) -> Result<FileSystem, SandboxError> {
         set_limit(libc::RLIMIT_AS, "RLIMIT_AS", bytes, hard)?;
     }
     let used = cpu_seconds_used();
-    let hard = if plan.pooled { used.saturating_add(WORKER_CPU_SECONDS.max(plan.cpu_seconds_needed())) } else { plan.cpu_seconds_needed() };
+    let hard =
+        if plan.pooled { used.saturating_add(plan.worker_cpu_seconds.max(plan.cpu_seconds_needed())) } else { plan.cpu_seconds_needed() };
     set_limit(libc::RLIMIT_CPU, "RLIMIT_CPU", used + plan.cpu_seconds_per_record, hard)?;
     if plan.no_file_writes {
         set_limit(libc::RLIMIT_FSIZE, "RLIMIT_FSIZE", 0, 0)?;
