@@ -514,7 +514,39 @@ pub struct BackendInfo {
 }
 
 /// The whole run, each contract and each control in its own child process, `jobs` at a time.
-pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Settings, on_event: &mut dyn FnMut(&Event)) -> RunReport {
+/// Child processes started before the run's parent opened its backend: on a GPU each opens
+/// its device context while the parent's own driver start (cuInit, 0.1 to 0.2 s on an H100)
+/// runs, where they used to start after it. `run_isolated` takes them as its first jobs'
+/// processes; those it does not take are ended.
+pub struct Ahead(Vec<Supervised>);
+
+impl Ahead {
+    pub fn none() -> Ahead {
+        Ahead(Vec::new())
+    }
+
+    /// `count` children of `command`, labelled `ahead` (their first jobs are not known yet).
+    pub fn start(command: &ChildCommand, count: usize) -> Ahead {
+        Ahead((0..count).filter_map(|_| start_fresh(command, "ahead", Start::Ahead).ok()).collect())
+    }
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        for mut unused in self.0.drain(..) {
+            unused.kill();
+            let _ = unused.finish();
+        }
+    }
+}
+
+pub fn run_isolated(
+    info: &BackendInfo,
+    command: &ChildCommand,
+    settings: &Settings,
+    mut ahead: Ahead,
+    on_event: &mut dyn FnMut(&Event),
+) -> RunReport {
     let started = Instant::now();
     let mut report = RunReport::empty(&info.arch, &info.name, &info.toolchain, settings, settings.repeats, &info.gates_run);
     let contracts = runner::load_contracts(settings, &mut report);
@@ -548,19 +580,21 @@ pub fn run_isolated(info: &BackendInfo, command: &ChildCommand, settings: &Setti
         })
         .collect();
     let start_order = start_order(&footprints);
-    // the processes of the first units to start, one a thread, started now: each opens its
-    // backend (on a GPU, its device context: most of a process's start-up) while the kernels
-    // build. Each is labelled as its unit, and serves it unless a kept worker takes that job.
+    // the processes of the first units to start, one a thread, started now (or before the
+    // parent opened its backend, `Ahead`): each opens its backend (on a GPU, its device
+    // context: most of a process's start-up) while the kernels build. Each started here is
+    // labelled as its unit, and serves it unless a kept worker takes that job.
     let prestarted: Mutex<Vec<Option<Supervised>>> = Mutex::new(
         start_order
             .iter()
             .take(threads)
             .map(|&i| {
                 let (contract, control, _) = &units[i];
-                start_fresh(command, &unit_label(contract, *control), Start::Ahead).ok()
+                ahead.0.pop().or_else(|| start_fresh(command, &unit_label(contract, *control), Start::Ahead).ok())
             })
             .collect(),
     );
+    drop(ahead);
 
     // every kernel built on all cores in one child, in the order the units start; on a GPU the
     // units whose kernels are built already run meanwhile (each waits for its own builds alone,

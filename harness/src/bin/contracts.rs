@@ -378,6 +378,14 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
 
 /// The flags that make a child's backend and settings its parent's (the backend named as
 /// the parent resolved it, so `auto` is not probed again).
+/// This binary run as a child of the run on `backend`.
+fn child_command(flags: &Flags, settings: &Settings, backend: &str) -> Result<ChildCommand> {
+    Ok(ChildCommand {
+        program: std::env::current_exe().context("finding the contracts binary to run children")?,
+        args: child_args(flags, settings, backend),
+    })
+}
+
 fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = Vec::new();
     let mut pair = |flag: &str, value: std::ffi::OsString| {
@@ -666,6 +674,22 @@ fn run(flags: &Flags) -> Result<i32> {
         let arch = flags.arch.clone().context("record needs --arch (gfx1201, sm_90)")?;
         runner::run_static(static_compiler(&arch, flags, &root)?.as_ref(), &settings, &mut print)
     } else {
+        // a GPU run's first children start before this process opens the device, so that
+        // their device contexts are made while its driver starts; as many as jobs, or as
+        // the ops of a run without controls if fewer (the driver makes contexts one after
+        // another: an unused one delays the others)
+        let early = match flags.backend {
+            BackendChoice::Cuda if settings.isolated => Some("cuda"),
+            BackendChoice::Hip if settings.isolated => Some("hip"),
+            _ => None,
+        };
+        let ahead = match early {
+            Some(name) => {
+                let jobs = if flags.no_controls && !flags.only.is_empty() { settings.jobs.min(flags.only.len()) } else { settings.jobs };
+                isolation::Ahead::start(&child_command(flags, &settings, name)?, jobs.max(1))
+            }
+            None => isolation::Ahead::none(),
+        };
         let (backend, note) = backend(flags, &root)?;
         if let Some(note) = note {
             say!("{note}");
@@ -681,11 +705,7 @@ fn run(flags: &Flags) -> Result<i32> {
             };
             // the children open their own device contexts; this one is closed first
             drop(backend);
-            let command = ChildCommand {
-                program: std::env::current_exe().context("finding the contracts binary to run children")?,
-                args: child_args(flags, &settings, &info.name),
-            };
-            isolation::run_isolated(&info, &command, &settings, &mut print)
+            isolation::run_isolated(&info, &child_command(flags, &settings, &info.name)?, &settings, ahead, &mut print)
         } else {
             let reference = reference_host(flags, &settings)?;
             runner::run_compared(backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend), &settings, &mut print)
