@@ -513,7 +513,6 @@ pub struct BackendInfo {
     pub device_memory: Option<u64>,
 }
 
-/// The whole run, each contract and each control in its own child process, `jobs` at a time.
 /// Child processes started before the run's parent opened its backend: on a GPU each opens
 /// its device context while the parent's own driver start (cuInit, 0.1 to 0.2 s on an H100)
 /// runs, where they used to start after it. `run_isolated` takes them as its first jobs'
@@ -540,6 +539,7 @@ impl Drop for Ahead {
     }
 }
 
+/// The whole run, each contract and each control in its own child process, `jobs` at a time.
 pub fn run_isolated(
     info: &BackendInfo,
     command: &ChildCommand,

@@ -376,8 +376,6 @@ fn backend(flags: &Flags, root: &Path) -> Result<(Box<dyn Backend>, Option<Strin
     }
 }
 
-/// The flags that make a child's backend and settings its parent's (the backend named as
-/// the parent resolved it, so `auto` is not probed again).
 /// This binary run as a child of the run on `backend`.
 fn child_command(flags: &Flags, settings: &Settings, backend: &str) -> Result<ChildCommand> {
     Ok(ChildCommand {
@@ -386,6 +384,8 @@ fn child_command(flags: &Flags, settings: &Settings, backend: &str) -> Result<Ch
     })
 }
 
+/// The flags that make a child's backend and settings its parent's (the backend named as
+/// the parent resolved it, so `auto` is not probed again).
 fn child_args(flags: &Flags, settings: &Settings, backend: &str) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = Vec::new();
     let mut pair = |flag: &str, value: std::ffi::OsString| {
