@@ -6,18 +6,24 @@
 
 use std::sync::{Condvar, Mutex};
 
-/// How much of a case's tensor bytes its process is taken to hold at its peak, in host
-/// memory (measured: 9.4 GB for a case of 8.25 GiB, 13.5 GB for an 8 GiB table whose records
-/// also make a 4 GiB one in another type) and on the device (the case's tensors, and gate 5's
-/// pieces of its row tensors beside them: 1.75 GiB of rows for a case of 8.25 GiB), as
-/// numerator and denominator.
-pub const HOST_OF_CASE_BYTES: (u64, u64) = (2, 1);
+/// What a unit of a case of gigabytes holds at its peak. In host memory: each input of the
+/// case in every type its records take it in (a large input is drawn once for all of them and
+/// kept for the unit's records), the outputs' read-backs and the oracle's f64 values, an eighth
+/// more, and the process's own (its device context, libraries, copy stages) — measured on
+/// sm_90: 9.4 GB for a case of 8.25 GiB of f32 partials, 13.5 GB for an 8 GiB f32 table whose
+/// records also take it in bf16 (4 GiB). On the device: the case's tensors (a kept input in
+/// another type is freed before the next is allocated) and gate 5's pieces of its row tensors
+/// beside them (1.75 GiB of rows for a case of 8.25 GiB), as numerator and denominator.
+/// Counting every case at twice its largest record's bytes, as this did before, left one of a
+/// GPU run's five units of gigabytes waiting for the other four on a host of 128 GiB.
+const HOST_OVER_KEPT: (u64, u64) = (9, 8);
+const HOST_OF_A_PROCESS: u64 = 512 << 20;
 pub const DEVICE_OF_CASE_BYTES: (u64, u64) = (5, 4);
 
 /// The share of the host memory available when the run starts, and of the device's memory,
-/// that the large units may hold together: the rest is the other jobs', the driver's, the
-/// contexts' and the page cache's.
-const SHARE_OF_HOST: (u64, u64) = (1, 2);
+/// that the large units may hold together: the rest is the other jobs' (a GPU run's sixteen
+/// small ones hold well under 1 GiB each), the driver's, the contexts' and the page cache's.
+const SHARE_OF_HOST: (u64, u64) = (2, 3);
 const SHARE_OF_DEVICE: (u64, u64) = (3, 4);
 
 /// Host and device bytes.
@@ -28,10 +34,14 @@ pub struct Bytes {
 }
 
 impl Bytes {
-    /// What a unit whose largest case holds `case_bytes` is taken to hold.
-    pub fn of_case(case_bytes: u64) -> Bytes {
-        let share = |(numerator, denominator): (u64, u64)| case_bytes.saturating_mul(numerator) / denominator;
-        Bytes { host: share(HOST_OF_CASE_BYTES), device: share(DEVICE_OF_CASE_BYTES) }
+    /// What a unit whose case of gigabytes keeps `kept_on_host` bytes of tensors in host
+    /// memory, and whose largest record's case has `case_bytes` of them, is taken to hold.
+    pub fn of_case(kept_on_host: u64, case_bytes: u64) -> Bytes {
+        let share = |bytes: u64, (numerator, denominator): (u64, u64)| bytes.saturating_mul(numerator) / denominator;
+        Bytes {
+            host: share(kept_on_host, HOST_OVER_KEPT).saturating_add(HOST_OF_A_PROCESS),
+            device: share(case_bytes, DEVICE_OF_CASE_BYTES),
+        }
     }
 
     fn fits_beside(self, held: Bytes, total: Bytes) -> bool {
@@ -57,11 +67,13 @@ impl MemoryBudget {
         MemoryBudget { total, held: Mutex::new(Bytes::default()), given_back: Condvar::new() }
     }
 
-    /// Half of what `/proc/meminfo` says is available now, and three quarters of the device's
+    /// Two thirds of what `/proc/meminfo` says is available now (or of what this process's memory
+    /// cgroup has left below its limit, where that is less), and three quarters of the device's
     /// memory (`None`: a backend that cannot say). What cannot be read counts as nothing: then
     /// every large unit runs alone, as `hold` admits one whatever its size.
     pub fn of_this_machine(device_memory: Option<u64>) -> MemoryBudget {
         let available = std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(available_bytes).unwrap_or(0);
+        let available = cgroup_room().map_or(available, |room| room.min(available));
         let share = |bytes: u64, (numerator, denominator): (u64, u64)| bytes / denominator * numerator;
         MemoryBudget::new(Bytes { host: share(available, SHARE_OF_HOST), device: share(device_memory.unwrap_or(0), SHARE_OF_DEVICE) })
     }
@@ -109,6 +121,23 @@ impl Drop for Held<'_> {
     }
 }
 
+/// What this process's memory cgroup may still take (its limit less its usage), where one
+/// limits it: inside a container `/proc/meminfo` shows the host's memory, often far more than
+/// the container's limit, and a unit past that limit is killed, not slowed. cgroup v2, then v1.
+fn cgroup_room() -> Option<u64> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let v2 = || room_below(&read("/sys/fs/cgroup/memory.max")?, &read("/sys/fs/cgroup/memory.current")?);
+    let v1 = || room_below(&read("/sys/fs/cgroup/memory/memory.limit_in_bytes")?, &read("/sys/fs/cgroup/memory/memory.usage_in_bytes")?);
+    v2().or_else(v1)
+}
+
+/// A cgroup's limit less its usage, from their files' texts; `None` where it has no limit
+/// (v2's `max`, v1's page-rounded 2^63) or a text is not a number.
+fn room_below(limit: &str, usage: &str) -> Option<u64> {
+    let limit: u64 = limit.trim().parse().ok().filter(|bytes| *bytes < 1 << 62)?;
+    Some(limit.saturating_sub(usage.trim().parse().ok()?))
+}
+
 /// `MemAvailable` of a `/proc/meminfo` text, in bytes.
 fn available_bytes(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|line| line.starts_with("MemAvailable:"))?;
@@ -135,7 +164,16 @@ mod tests {
         assert!(budget.total().host > 0, "this machine's /proc/meminfo has MemAvailable");
         assert_eq!(budget.total().device, 60 << 30);
         assert_eq!(MemoryBudget::of_this_machine(None).total().device, 0, "a device that cannot say: one unit at a time");
-        assert_eq!(Bytes::of_case(8 << 30), Bytes { host: 16 << 30, device: 10 << 30 });
+        assert_eq!(Bytes::of_case(12 << 30, 8 << 30), Bytes { host: (27 << 29) + (1 << 29), device: 10 << 30 });
+    }
+
+    #[test]
+    fn a_memory_cgroup_limit_is_read_as_the_room_below_it() {
+        assert_eq!(room_below("137438953472\n", "4294967296\n"), Some(124 << 30));
+        assert_eq!(room_below("max\n", "4294967296\n"), None, "v2: no limit");
+        assert_eq!(room_below("9223372036854771712\n", "972902400\n"), None, "v1: no limit");
+        assert_eq!(room_below("1000", "2000"), Some(0), "over its limit: no room");
+        assert_eq!(room_below("1000", "many"), None);
     }
 
     /// Runs units of `sizes` on threads of their own and gives the most bytes held at once.

@@ -576,7 +576,8 @@ pub fn run_isolated(
         .iter()
         .map(|(contract, control, records)| {
             let cases = runner::cases_run_for(contract, &info.arch, *control);
-            Bytes::of_case(cases.iter().map(|i| large_case_bytes(records, &contract.cases[*i])).max().unwrap_or(0) as u64)
+            let of_case = |i: &usize| large_case_footprint(contract, records, &contract.cases[*i]);
+            cases.iter().map(of_case).max_by_key(|bytes| (bytes.host, bytes.device)).unwrap_or_default()
         })
         .collect();
     let start_order = start_order(&footprints);
@@ -622,6 +623,7 @@ pub fn run_isolated(
     // the oracle's values), and its tensors on the device, so only as many run at once as the
     // machine's memory and the device's hold
     let memory = crate::budget::MemoryBudget::of_this_machine(info.device_memory);
+    let large_units: Mutex<Vec<runner::LargeUnitRun>> = Mutex::new(Vec::new());
     let build_seconds = std::thread::scope(|scope| {
         let building = scope.spawn(|| {
             let build_started = Instant::now();
@@ -637,6 +639,7 @@ pub fn run_isolated(
             let records_unstarted = &records_unstarted;
             let (first_unit_started, every_source) = (&first_unit_started, &every_source);
             let (prestarted, start_order, footprints) = (&prestarted, &start_order, &footprints);
+            let (large_units, run_started) = (&large_units, &started);
             scope.spawn(move || {
                 // this thread's processes between units
                 let mut slot = Slot::default();
@@ -659,6 +662,7 @@ pub fn run_isolated(
                     let Some((started, _held)) = next_unit(left, start_order, footprints, memory) else { break };
                     unstarted.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                     let index = start_order[started];
+                    let unit_started = run_started.elapsed().as_secs_f64();
                     let (contract, control, records) = &units[index];
                     if control.is_none() {
                         records_unstarted.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
@@ -709,8 +713,19 @@ pub fn run_isolated(
                                 controls_next: &controls_next,
                                 worker_cpu_seconds,
                             };
-                            supervise(&unit, records.clone(), &mut emit, &mut slot, &more);
+                            let in_order = runner::execution_order(contract, records, &info.arch);
+                            supervise(&unit, in_order, &mut emit, &mut slot, &more);
                         }
+                    }
+                    if footprints[index] != Bytes::default() {
+                        let run = runner::LargeUnitRun {
+                            unit: unit_label(contract, *control),
+                            host: footprints[index].host,
+                            device: footprints[index].device,
+                            started: unit_started,
+                            ended: run_started.elapsed().as_secs_f64(),
+                        };
+                        large_units.lock().unwrap_or_else(|p| p.into_inner()).push(run);
                     }
                     let _ = sender.send((index, UnitMessage::Done));
                 }
@@ -718,9 +733,8 @@ pub fn run_isolated(
             });
         }
         drop(sender);
-        let mut reporting = 0;
-        let mut waiting: Vec<Vec<RecordResult>> = vec![Vec::new(); units.len()];
-        let mut finished = vec![false; units.len()];
+        let mut in_order =
+            ReportOrder::new(units.iter().map(|(_, _, records)| records.iter().map(|r| r.name.as_str()).collect()).collect());
         let mut report_result = |on_event: &mut dyn FnMut(&Event), result: RecordResult| {
             if result.control.is_some() {
                 on_event(&Event::Control(&result));
@@ -738,17 +752,11 @@ pub fn run_isolated(
                     on_event(&Event::RecordStarted { op: contract.op.name, record: &record, control: control.map(|c| c.bug.as_str()) })
                 }
                 UnitMessage::Case(done) => on_event(&Event::CaseFinished(&done)),
-                UnitMessage::Result(result) if index == reporting => report_result(on_event, *result),
-                UnitMessage::Result(result) => waiting[index].push(*result),
-                UnitMessage::Done => finished[index] = true,
+                UnitMessage::Result(result) => in_order.result(index, *result),
+                UnitMessage::Done => in_order.done(index),
             }
-            while reporting < units.len() && finished[reporting] {
-                reporting += 1;
-                if let Some(next) = waiting.get_mut(reporting) {
-                    for result in next.drain(..) {
-                        report_result(on_event, result);
-                    }
-                }
+            for result in in_order.ready() {
+                report_result(on_event, result);
             }
         }
         building.join().unwrap_or(0.0)
@@ -762,8 +770,60 @@ pub fn run_isolated(
     report.timing.processes = starts.ahead + starts.build + starts.spare + starts.on_demand;
     report.timing.process_starts = starts;
     report.timing.processes_ended = std::mem::take(&mut *PROCESSES_ENDED.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut large_units = large_units.into_inner().unwrap_or_else(|p| p.into_inner());
+    if !large_units.is_empty() {
+        large_units.sort_by(|a, b| a.started.total_cmp(&b.started));
+        let total = memory.total();
+        report.timing.large_units = runner::LargeUnits { host_budget: total.host, device_budget: total.device, units: large_units };
+    }
     on_event(&Event::Finished(&report));
     report
+}
+
+/// Results held until they can be reported in report order: the units in order, and each
+/// unit's results in its records' order as they come, whatever order they ran in
+/// (`runner::execution_order`); what is left of a unit (no result is expected to be) once it
+/// is done, as it came.
+struct ReportOrder<'a> {
+    records: Vec<Vec<&'a str>>,
+    waiting: Vec<Vec<RecordResult>>,
+    finished: Vec<bool>,
+    reporting: usize,
+    /// of the unit being reported, how many of its records are
+    reported: usize,
+}
+
+impl<'a> ReportOrder<'a> {
+    fn new(records: Vec<Vec<&'a str>>) -> ReportOrder<'a> {
+        let units = records.len();
+        ReportOrder { records, waiting: vec![Vec::new(); units], finished: vec![false; units], reporting: 0, reported: 0 }
+    }
+
+    fn result(&mut self, unit: usize, result: RecordResult) {
+        self.waiting[unit].push(result);
+    }
+
+    fn done(&mut self, unit: usize) {
+        self.finished[unit] = true;
+    }
+
+    /// The results that may be reported now, in order.
+    fn ready(&mut self) -> Vec<RecordResult> {
+        let mut ready = Vec::new();
+        while self.reporting < self.records.len() {
+            let (unit, waiting) = (self.reporting, &mut self.waiting[self.reporting]);
+            while let Some(at) = self.records[unit].get(self.reported).and_then(|name| waiting.iter().position(|r| r.record == *name)) {
+                ready.push(waiting.remove(at));
+                self.reported += 1;
+            }
+            if !self.finished[unit] {
+                break;
+            }
+            ready.append(waiting);
+            (self.reporting, self.reported) = (unit + 1, 0);
+        }
+        ready
+    }
 }
 
 /// What a unit's thread tells the thread that reports: a record taken up, a case finished, a
@@ -926,6 +986,42 @@ fn large_case_bytes(records: &[&Record], case: &crate::contract::Case) -> usize 
     };
     let largest = records.iter().map(bytes).max().unwrap_or(0);
     if case.gpu_only.is_some() && largest >= LARGE_CASE_BYTES { largest } else { 0 }
+}
+
+/// What a unit's case holds of the memory budget (`budget::Bytes::of_case`) while the unit
+/// runs: nothing but for a GPU-only case of gigabytes (`large_case_bytes`).
+fn large_case_footprint(contract: &Contract, records: &[&Record], case: &crate::contract::Case) -> Bytes {
+    match large_case_bytes(records, case) {
+        0 => Bytes::default(),
+        largest => Bytes::of_case(kept_on_host(contract, records, case), largest as u64),
+    }
+}
+
+/// The tensor bytes a unit's records keep in host memory at once for `case`: each input once
+/// in every type its records take it in (or generate it in with their own generator: kept
+/// apart), as `runner::InputCache` keeps them for the unit's records, and the largest record's
+/// outputs read back with the oracle's f64 values of them.
+fn kept_on_host(contract: &Contract, records: &[&Record], case: &crate::contract::Case) -> u64 {
+    let elements = |tensor: &str| case.shapes.get(tensor).map_or(0, |shape| shape.iter().product::<usize>()) as u64;
+    let mut inputs: Vec<(&str, engine::DType, Option<&str>)> = Vec::new();
+    let mut outputs = 0u64;
+    for record in records {
+        let mut record_outputs = 0u64;
+        for spec in contract.op.tensors {
+            let Some(&dtype) = record.dtypes.get(spec.name) else { continue };
+            match spec.role {
+                engine::ops::Role::Input => {
+                    let own = record.inputs.contains_key(spec.name).then_some(record.name.as_str());
+                    if !inputs.contains(&(spec.name, dtype, own)) {
+                        inputs.push((spec.name, dtype, own));
+                    }
+                }
+                engine::ops::Role::Output => record_outputs += elements(spec.name) * (dtype.size() as u64 + 8),
+            }
+        }
+        outputs = outputs.max(record_outputs);
+    }
+    inputs.iter().map(|(tensor, dtype, _)| elements(tensor) * dtype.size() as u64).sum::<u64>() + outputs
 }
 
 /// The next unit to start, as its place in `start_order`, with its bytes of the memory
@@ -1898,7 +1994,7 @@ mod tests {
 
     #[test]
     fn the_units_of_the_largest_cases_start_first_and_the_rest_in_report_order() {
-        let of = |cases: &[u64]| cases.iter().map(|b| Bytes::of_case(*b)).collect::<Vec<_>>();
+        let of = |cases: &[u64]| cases.iter().map(|&b| if b == 0 { Bytes::default() } else { Bytes::of_case(b, b) }).collect::<Vec<_>>();
         assert_eq!(start_order(&of(&[0, 0, 5, 0, 9, 5, 0])), [4, 2, 5, 0, 1, 3, 6]);
         assert_eq!(start_order(&of(&[0, 0, 0])), [0, 1, 2]);
         assert_eq!(start_order(&[]), Vec::<usize>::new());
@@ -1928,12 +2024,39 @@ mod tests {
         assert_eq!(large_case_bytes(&records, case), (33 << 26) * 4 + 2 * 33 * 1024 * 4 + 33 * 65536 * 4);
     }
 
+    /// The units of a GPU run's five ops with cases of gigabytes are taken to hold at least
+    /// what they were measured to hold at their peak on sm_90, and fit side by side in half of
+    /// a 128 GiB host's memory (where counting each at twice its largest record's bytes, in half
+    /// of it, left one waiting for the others).
+    #[test]
+    fn the_units_of_gigabytes_hold_what_they_keep_and_fit_side_by_side() {
+        let settings = runner::tests_settings();
+        let footprint = |op: &str| -> Bytes {
+            let path = settings.contracts_dir.join(format!("{op}.toml"));
+            let contract = Contract::parse(&format!("contracts/{op}.toml"), &std::fs::read_to_string(path).unwrap()).unwrap();
+            let records: Vec<&Record> = contract.records.iter().collect();
+            let of_case = |case: &crate::contract::Case| large_case_footprint(&contract, &records, case);
+            contract.cases.iter().map(of_case).max_by_key(|b| (b.host, b.device)).unwrap()
+        };
+        let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+        let (dense, partials) = (footprint("tf_embed_dense"), footprint("tf_sum_partials"));
+        // measured: 13.5 GB (12.6 GiB) for the f32 table and its bf16 copy, 9.4 GB for the partials
+        assert!((13.0..14.5).contains(&gib(dense.host)), "{}", gib(dense.host));
+        assert!((8.8..10.0).contains(&gib(partials.host)), "{}", gib(partials.host));
+        assert_eq!(dense.device, (8u64 << 30) * 5 / 4 + 4096 * 4 * 5 / 4 + 4 * 4096 * 4 * 5 / 4 + 4 * 4 * 5 / 4);
+        let five = ["tf_embed_dense", "tf_sum_partials", "tf_embed_rows", "tf_score_keys", "tf_apply_values"];
+        let host: u64 = five.iter().map(|op| footprint(op).host).sum();
+        let device: u64 = five.iter().map(|op| footprint(op).device).sum();
+        assert!(gib(host) < 60.0 && gib(device) < 0.75 * 80.0, "{} GiB host, {} GiB device", gib(host), gib(device));
+        assert_eq!(footprint("tf_rms"), Bytes::default(), "no case of gigabytes");
+    }
+
     /// Units start largest first; a large unit that does not fit beside the one running is
     /// passed over for the small ones (where its thread waited before), and starts once the
     /// other gives its bytes back, while another thread waits for it holding the queue.
     #[test]
     fn a_large_unit_that_must_wait_lets_the_small_ones_start() {
-        let gib = |n: u64| Bytes::of_case(n << 30);
+        let gib = |n: u64| Bytes::of_case(n << 30, n << 30);
         let footprints = [Bytes::default(), gib(8), Bytes::default(), gib(6), Bytes::default()];
         let order = start_order(&footprints);
         assert_eq!(order, [1, 3, 0, 2, 4]);
@@ -1952,6 +2075,36 @@ mod tests {
             assert_eq!(waiter.join().unwrap(), Some(3));
         });
         assert!(next_unit(&left, &order, &footprints, &memory).is_none(), "none left");
+    }
+
+    /// A unit's results are reported in its records' order though they ran in another, the
+    /// units in order, and a unit's results wait for the units before it to be done.
+    #[test]
+    fn results_are_reported_in_the_records_order_whatever_order_they_ran_in() {
+        let settings = runner::tests_settings();
+        let text = std::fs::read_to_string(settings.contracts_dir.join("tf_add.toml")).unwrap();
+        let contract = Contract::parse("contracts/tf_add.toml", &text).unwrap();
+        let result = |name: &str| {
+            let record = contract.record(name).unwrap();
+            runner::faulted_result(&contract, record, None, &[Gate::Nonfinite], "sm_90", (None, "-".into()), 0.0)
+        };
+        let names: Vec<&str> = contract.records.iter().take(3).map(|r| r.name.as_str()).collect();
+        let (a, b, c) = (names[0], names[1], names[2]);
+        let mut order = ReportOrder::new(vec![vec![a, b, c], vec![a]]);
+        let said = |ready: Vec<RecordResult>| ready.into_iter().map(|r| r.record).collect::<Vec<_>>();
+        order.result(1, result(a));
+        order.done(1);
+        assert!(order.ready().is_empty(), "the second unit waits for the first");
+        order.result(0, result(c));
+        assert!(order.ready().is_empty(), "the third record waits for the first two");
+        order.result(0, result(a));
+        assert_eq!(said(order.ready()), [a]);
+        order.result(0, result(b));
+        assert_eq!(said(order.ready()), [b, c]);
+        assert!(order.ready().is_empty(), "the first unit is not done yet");
+        order.done(0);
+        assert_eq!(said(order.ready()), [a], "then the second unit's");
+        assert!(order.ready().is_empty());
     }
 
     #[test]

@@ -112,6 +112,12 @@ pub fn merge(reports: Vec<(PathBuf, ReportFile)>) -> Result<RunReport, MergeErro
         (starts.ahead, starts.build, starts.spare, starts.on_demand) =
             (starts.ahead + of.ahead, starts.build + of.build, starts.spare + of.spare, starts.on_demand + of.on_demand);
         timing.processes_ended.extend(r.timing.processes_ended.iter().cloned());
+        // each run's budget was its machine's: the first run's that had units of gigabytes
+        if timing.large_units.units.is_empty() {
+            (timing.large_units.host_budget, timing.large_units.device_budget) =
+                (r.timing.large_units.host_budget, r.timing.large_units.device_budget);
+        }
+        timing.large_units.units.extend(r.timing.large_units.units.iter().cloned());
     }
     let interrupted = reports.iter().find_map(|(_, r)| r.interrupted.clone());
     let controls_not_applicable = dedup(reports.iter().flat_map(|(_, r)| r.controls_not_applicable.iter().cloned()));

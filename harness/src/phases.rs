@@ -115,6 +115,22 @@ fn processes_ended(timing: &Timing) -> Option<String> {
         .then(|| format!("processes that ended after a job: {} ({})", crate::format::count(timing.processes_ended.len()), parts.join("; ")))
 }
 
+/// The units of cases of gigabytes and the memory they shared: when each ran, so that one that
+/// waited for another's bytes shows (the JSON has the same, in bytes).
+fn large_units(timing: &Timing) -> Option<String> {
+    let large = &timing.large_units;
+    let gib = |bytes: u64| format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64);
+    let each: Vec<String> = large
+        .units
+        .iter()
+        .map(|u| format!("{} {:.2} to {:.2} s ({} host, {} device)", u.unit, u.started, u.ended, gib(u.host), gib(u.device)))
+        .collect();
+    (!each.is_empty()).then(|| {
+        let budget = format!("{} of host memory and {} of the device's at once", gib(large.host_budget), gib(large.device_budget));
+        format!("units of cases of gigabytes, sharing {budget}: {}", each.join(", "))
+    })
+}
+
 const HEADINGS: [&str; 7] = ["start-up", "inputs", "upload", "launches", "download", "oracle", "gates"];
 
 /// The `--timings` table: the run's builds, then every record and control by its wall time
@@ -128,6 +144,7 @@ pub fn timings_table(run: &RunReport, rows: usize) -> Vec<String> {
         processes_started(&run.timing)
     )];
     lines.extend(processes_ended(&run.timing));
+    lines.extend(large_units(&run.timing));
     let mut results: Vec<_> = run.records.iter().chain(&run.controls).collect();
     results.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
     let header = format!("{:>8} {}{:>8}  record", "seconds", HEADINGS.map(|h| format!("{h:>9}")).concat(), "other");
@@ -222,5 +239,30 @@ mod tests {
         // one process: nothing said
         assert_eq!(processes_started(&Timing::default()), "");
         assert_eq!(processes_ended(&Timing::default()), None);
+    }
+
+    #[test]
+    fn the_units_of_gigabytes_are_said_with_when_they_ran_and_what_they_held() {
+        let unit = |unit: &str, gib: u64, started, ended| crate::runner::LargeUnitRun {
+            unit: unit.into(),
+            host: gib << 30,
+            device: (gib << 30) / 2,
+            started,
+            ended,
+        };
+        let timing = Timing {
+            large_units: crate::runner::LargeUnits {
+                host_budget: 60 << 30,
+                device_budget: 45 << 29,
+                units: vec![unit("tf_embed_dense", 14, 0.31, 4.8), unit("tf_sum_partials", 10, 4.81, 9.126)],
+            },
+            ..Timing::default()
+        };
+        assert_eq!(
+            large_units(&timing).unwrap(),
+            "units of cases of gigabytes, sharing 60.0 GiB of host memory and 22.5 GiB of the device's at once: \
+             tf_embed_dense 0.31 to 4.80 s (14.0 GiB host, 7.0 GiB device), tf_sum_partials 4.81 to 9.13 s (10.0 GiB host, 5.0 GiB device)"
+        );
+        assert_eq!(large_units(&Timing::default()), None);
     }
 }
