@@ -490,8 +490,10 @@ fn run_child(flags: &Flags) -> i32 {
             None,
         );
         let root = flags.root.clone().context("a child is given --root")?;
-        // the ops its contract replaces are defined by the other contracts
-        harness::contract::define_data_ops(&flags.contracts.clone().unwrap_or_else(|| root.join("contracts")));
+        // the ops its contract replaces are defined by the other contracts: read on a thread
+        // of its own while the device opens (20 ms of every start, beside the driver's)
+        let contracts = flags.contracts.clone().unwrap_or_else(|| root.join("contracts"));
+        let defining = std::thread::spawn(move || harness::contract::define_data_ops(&contracts));
         let settings = settings(flags, &root, true);
         // a process that will launch opens its device now, while the run's kernels build;
         // the build process only compiles
@@ -502,6 +504,7 @@ fn run_child(flags: &Flags) -> i32 {
             }
             Ok((backend, reference_host(flags, &settings)?))
         });
+        defining.join().map_err(|_| anyhow::anyhow!("defining the contracts' data ops panicked"))?;
         let started = match &started {
             Ok((backend, reference)) => Ok((backend.as_ref(), reference.as_ref().map(|r| r as &dyn Backend))),
             Err(e) => Err(runner::error_chain(e.as_ref())),
