@@ -14,8 +14,9 @@ use std::sync::{Condvar, Mutex};
 /// records also take it in bf16 (4 GiB). On the device: the case's tensors (a kept input in
 /// another type is freed before the next is allocated) and gate 5's pieces of its row tensors
 /// beside them (1.75 GiB of rows for a case of 8.25 GiB), as numerator and denominator.
-/// Counting every case at twice its largest record's bytes, as this did before, left one of a
-/// GPU run's five units of gigabytes waiting for the other four on a host of 128 GiB.
+/// Counting every case at twice its largest record's bytes, as this did before, took the five
+/// units of gigabytes of a GPU run to hold 65 GiB, past half of a 128 GiB host's memory: one
+/// of them waited for another to end (inferred from the budget, not seen: nothing said so then).
 const HOST_OVER_KEPT: (u64, u64) = (9, 8);
 const HOST_OF_A_PROCESS: u64 = 512 << 20;
 pub const DEVICE_OF_CASE_BYTES: (u64, u64) = (5, 4);

@@ -619,9 +619,10 @@ pub fn run_isolated(
     let stopped = std::sync::atomic::AtomicBool::new(false);
     let (sender, results) = mpsc::channel::<(usize, UnitMessage)>();
     // held by a unit whose records run a case of gigabytes (`large_case_bytes`) for as long as
-    // it runs: such a case holds about its bytes again in host memory (inputs, read-backs,
-    // the oracle's values), and its tensors on the device, so only as many run at once as the
-    // machine's memory and the device's hold
+    // it runs: its process keeps the case's inputs in every type its records take them in, the
+    // read-backs and the oracle's values in host memory (`kept_on_host`), and its tensors on
+    // the device, so only as many run at once as the machine's memory and the device's hold;
+    // when each ran is kept for `--timings`
     let memory = crate::budget::MemoryBudget::of_this_machine(info.device_memory);
     let large_units: Mutex<Vec<runner::LargeUnitRun>> = Mutex::new(Vec::new());
     let build_seconds = std::thread::scope(|scope| {
@@ -2026,8 +2027,8 @@ mod tests {
 
     /// The units of a GPU run's five ops with cases of gigabytes are taken to hold at least
     /// what they were measured to hold at their peak on sm_90, and fit side by side in half of
-    /// a 128 GiB host's memory (where counting each at twice its largest record's bytes, in half
-    /// of it, left one waiting for the others).
+    /// a 128 GiB host's memory (where counting each at twice its largest record's bytes came to 65
+    /// GiB, past half of it).
     #[test]
     fn the_units_of_gigabytes_hold_what_they_keep_and_fit_side_by_side() {
         let settings = runner::tests_settings();
