@@ -53,13 +53,13 @@ const MOST_BLOCKS: u64 = 16_384;
 const COPIED_RUN_BYTES: usize = 1 << 20;
 
 /// A drawn tensor's written words go up as pairs where they are at most one in this many of
-/// its words (runs long enough for a copy of their own aside), else the tensor goes up whole:
-/// measured on an H100, the special values' 4 words a row of 2,048 (an 8 GiB f32 table of rows
-/// of 4,096) went up in 0.44 s against 1.52 s whole, but 4 a row of 64 (a 4 GiB f16 cache of
-/// rows of 256: 32 M pairs, made on one thread) took 1.34 to 1.50 s against 0.84 to 0.91 s
-/// whole, 4 a row of 256 0.60 to 0.72 s against 0.55 to 0.57 s, and 4 a row of 1,024 (the same
-/// table in bf16) 0.32 against 0.27 s.
-const PAIRED_ONE_WORD_IN: usize = 256;
+/// its words (runs long enough for a copy of their own aside), else the tensor goes up whole.
+/// A pair is 16 bytes against a word's 8 sent whole, and the pairs are made on all cores
+/// (`short_pairs`: 32 M of them, a few words of every row of 64 of a 4 GiB cache, in 0.28 to
+/// 0.30 s on 2 cores, to 512 MiB against the cache's 4 GiB whole); one in 8 leaves their making
+/// and the device's scatter a margin. When they were made on one thread, 32 M pairs took 1.34
+/// to 1.50 s a record on an H100 against 0.84 to 0.91 s whole, and the rule was one in 256.
+const PAIRED_ONE_WORD_IN: usize = 8;
 
 /// Elements compared at each end, spread evenly, and at seeded places.
 const ENDS_CHECKED: usize = 4096;
@@ -204,8 +204,7 @@ impl<'a> DeviceDraw<'a> {
         if written.short_run_words(COPIED_RUN_BYTES / 8, most_paired) > most_paired {
             return self.write_sealed(tensor, bytes);
         }
-        let runs = written.runs();
-        self.sent_sealed(tensor, bytes, |tensor| self.patch(tensor, bytes, &runs))
+        self.sent_sealed(tensor, bytes, |tensor| self.patch(tensor, bytes, written))
     }
 
     /// `bytes` sent into `tensor` by `send`, then sealed where it is checked so (else sent
@@ -230,27 +229,21 @@ impl<'a> DeviceDraw<'a> {
         self.sealed_as(tensor, bytes, key, on_host?).map(Some)
     }
 
-    /// `bytes`' written words (`runs` of word indices) into `tensor`, which holds the rest: a
-    /// long run by a copy of its own, the others as (word, value) pairs that `kc_patch` stores,
-    /// and the bytes past the last whole word by a copy of their own.
-    fn patch(&self, tensor: &mut engine::tensor::Tensor, bytes: &[u8], runs: &[std::ops::Range<usize>]) -> Result<(), String> {
+    /// `bytes`' written words (`written`) into `tensor`, which holds the rest: a run of
+    /// `COPIED_RUN_BYTES` or more by a copy of its own, the others as (word, value) pairs that
+    /// `kc_patch` stores, and the bytes past the last whole word by a copy of their own.
+    fn patch(&self, tensor: &mut engine::tensor::Tensor, bytes: &[u8], written: &Written) -> Result<(), String> {
         let text = |e: engine::EngineError| crate::runner::error_chain(&e);
         let whole = bytes.len() / 8;
-        let (mut places, mut values) = (Vec::new(), Vec::new());
-        for run in runs.iter().cloned() {
-            if run.end > whole {
-                tensor.write_part(whole * 8, &bytes[whole * 8..]).map_err(text)?;
-            }
-            let words = run.start..run.end.min(whole);
-            if words.len() * 8 >= COPIED_RUN_BYTES {
-                tensor.write_part(words.start * 8, &bytes[words.start * 8..words.end * 8]).map_err(text)?;
-            } else {
-                for word in words {
-                    places.extend_from_slice(&(word as u64).to_le_bytes());
-                    values.extend_from_slice(&bytes[word * 8..word * 8 + 8]);
-                }
-            }
+        if bytes.len() > whole * 8 && written.marked(whole) {
+            tensor.write_part(whole * 8, &bytes[whole * 8..]).map_err(text)?;
         }
+        let long_runs = written.long_runs(COPIED_RUN_BYTES / 8);
+        for run in &long_runs {
+            let words = run.start..run.end.min(whole);
+            tensor.write_part(words.start * 8, &bytes[words.start * 8..words.end * 8]).map_err(text)?;
+        }
+        let (places, values) = short_pairs(written, &long_runs, bytes);
         if places.is_empty() {
             return Ok(());
         }
@@ -428,6 +421,54 @@ impl<'a> DeviceDraw<'a> {
         std::fs::write(&partial, SOURCE)?;
         std::fs::rename(&partial, path)
     }
+}
+
+/// Bit words of `Written` a piece of `short_pairs` takes (256 Ki words).
+const PAIRED_PIECE_BIT_WORDS: usize = 1 << 12;
+
+/// The words of `bytes` that `written` marks outside `long_runs` and below the last whole word,
+/// in order, as `kc_patch`'s (word, value) pairs: each word's index and its 8 bytes, little
+/// endian, made in pieces on the host's cores (a few words of every row of a 4 GiB cache are 32
+/// M pairs, which one thread made in 1.34 to 1.50 s a record on an H100).
+fn short_pairs(written: &Written, long_runs: &[std::ops::Range<usize>], bytes: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    use rayon::prelude::*;
+    let whole = bytes.len() / 8;
+    let bits = |bit_word: usize| {
+        let below_whole = match whole.saturating_sub(bit_word * 64) {
+            0 => 0,
+            n if n >= 64 => u64::MAX,
+            n => u64::MAX >> (64 - n),
+        };
+        written.bits_outside(bit_word, long_runs) & below_whole
+    };
+    let pieces: Vec<std::ops::Range<usize>> = (0..written.bit_words())
+        .step_by(PAIRED_PIECE_BIT_WORDS)
+        .map(|first| first..(first + PAIRED_PIECE_BIT_WORDS).min(written.bit_words()))
+        .collect();
+    let counts: Vec<usize> = pieces.par_iter().map(|piece| piece.clone().map(|w| bits(w).count_ones() as usize).sum()).collect();
+    let pairs: usize = counts.iter().sum();
+    let (mut places, mut values) = (vec![0u8; pairs * 8], vec![0u8; pairs * 8]);
+    let mut each_piece = Vec::with_capacity(pieces.len());
+    let (mut places_left, mut values_left) = (places.as_mut_slice(), values.as_mut_slice());
+    for count in &counts {
+        let (piece_places, rest_places) = places_left.split_at_mut(count * 8);
+        let (piece_values, rest_values) = values_left.split_at_mut(count * 8);
+        each_piece.push((piece_places, piece_values));
+        (places_left, values_left) = (rest_places, rest_values);
+    }
+    pieces.into_par_iter().zip(each_piece).for_each(|(piece, (places, values))| {
+        let (mut places, mut values) = (places.chunks_exact_mut(8), values.chunks_exact_mut(8));
+        for bit_word in piece {
+            let mut bits = bits(bit_word);
+            while bits != 0 {
+                let word = bit_word * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                places.next().expect("counted").copy_from_slice(&(word as u64).to_le_bytes());
+                values.next().expect("counted").copy_from_slice(&bytes[word * 8..word * 8 + 8]);
+            }
+        }
+    });
+    (places, values)
 }
 
 /// `kc_hash`'s terms of `bytes` (whole 64-bit words) as the words from `first_word` on of a
@@ -645,6 +686,28 @@ mod tests {
         let mut small = engine::tensor::Tensor::allocate(&backend, DType::U8, &[64]).unwrap();
         assert!(draw.seal_drawn(&mut small, &[5u8; 64], &Written::new(64)).unwrap().is_none());
         assert_eq!(small.read().unwrap(), [5u8; 64]);
+    }
+
+    /// The pairs are the words marked outside the long runs and below the last whole word, in
+    /// order, each with its bytes, across the pieces' edges.
+    #[test]
+    fn the_pairs_are_the_short_runs_words_in_order_with_their_bytes() {
+        let bytes: Vec<u8> = (0..(3 * PAIRED_PIECE_BIT_WORDS * 64 + 100) * 8 + 5).map(|i| (i * 7 % 251) as u8).collect();
+        let written = Written::new(bytes.len());
+        let piece_edge = PAIRED_PIECE_BIT_WORDS * 64;
+        for word in [0, 5, piece_edge - 1, piece_edge, 2 * piece_edge + 3, bytes.len() / 8 - 1] {
+            written.mark(word * 8..word * 8 + 1);
+        }
+        written.mark(piece_edge + 10..piece_edge + 10 + COPIED_RUN_BYTES + 64);
+        written.mark(bytes.len() - 2..bytes.len());
+        let long_runs = written.long_runs(COPIED_RUN_BYTES / 8);
+        assert_eq!(long_runs.len(), 1);
+        let (places, values) = short_pairs(&written, &long_runs, &bytes);
+        let words: Vec<usize> = places.chunks_exact(8).map(|p| u64::from_le_bytes(p.try_into().unwrap()) as usize).collect();
+        assert_eq!(words, [0, 5, piece_edge - 1, piece_edge, 2 * piece_edge + 3, bytes.len() / 8 - 1]);
+        for (word, value) in words.iter().zip(values.chunks_exact(8)) {
+            assert_eq!(value, &bytes[word * 8..word * 8 + 8], "word {word}");
+        }
     }
 
     /// An input drawn into its own tensor end to end: the host's generated bytes (with the

@@ -74,7 +74,68 @@ impl Written {
         if open < long { counted + open } else { counted }
     }
 
-    /// The written words as runs of word indices, in order, each as long as it goes.
+    /// The written words in runs of `long` words or more (64 or more), in order, each as long
+    /// as it goes: those `runs` gives that long, found in one pass over the bits without the
+    /// list of every run (a run of 64 words or more crosses a bit word's edge or fills one).
+    pub fn long_runs(&self, long: usize) -> Vec<Range<usize>> {
+        assert!(long >= 64, "a long run of {long} words");
+        let mut long_runs = Vec::new();
+        // the first word of the run the bit words so far end in
+        let mut open: Option<usize> = None;
+        for (bit_word, bits) in self.bits.iter().enumerate() {
+            let (bits, first) = (bits.load(Ordering::Relaxed), bit_word * 64);
+            if bits == u64::MAX {
+                open.get_or_insert(first);
+                continue;
+            }
+            // a run begun before this bit word ends in its low bits; one inside it is short
+            let ends = first + bits.trailing_ones() as usize;
+            if let Some(start) = open.take()
+                && ends - start >= long
+            {
+                long_runs.push(start..ends);
+            }
+            let starts = bits.leading_ones() as usize;
+            if starts > 0 {
+                open = Some(first + 64 - starts);
+            }
+        }
+        // no bit past the last word is ever set: a run open here ends with the words
+        if let Some(start) = open {
+            let end = self.bytes.div_ceil(8);
+            if end - start >= long {
+                long_runs.push(start..end);
+            }
+        }
+        long_runs
+    }
+
+    /// Whether word `word` was (or may have been) written.
+    pub fn marked(&self, word: usize) -> bool {
+        self.bits[word / 64].load(Ordering::Relaxed) & (1 << (word % 64)) != 0
+    }
+
+    /// The bit words (each of 64 words' bits).
+    pub fn bit_words(&self) -> usize {
+        self.bits.len()
+    }
+
+    /// The bits of bit word `bit_word` (words `64 * bit_word..` from its lowest bit) of the
+    /// written words outside `long_runs` (sorted and apart, as `long_runs` gives them).
+    pub fn bits_outside(&self, bit_word: usize, long_runs: &[Range<usize>]) -> u64 {
+        let mut bits = self.bits[bit_word].load(Ordering::Relaxed);
+        let (first, end) = (bit_word * 64, bit_word * 64 + 64);
+        let from = long_runs.partition_point(|run| run.end <= first);
+        for run in long_runs[from..].iter().take_while(|run| run.start < end) {
+            let (low, high) = (run.start.max(first) - first, run.end.min(end) - first);
+            bits &= !(u64::MAX >> (64 - (high - low)) << low);
+        }
+        bits
+    }
+
+    /// The written words as runs of word indices, in order, each as long as it goes: the tests'
+    /// account of what was marked (a list of millions of runs where the marks are dense).
+    #[cfg(test)]
     pub fn runs(&self) -> Vec<Range<usize>> {
         let words = self.bytes.div_ceil(8);
         let mut runs: Vec<Range<usize>> = Vec::new();
@@ -132,6 +193,42 @@ mod tests {
         let counted = dense.short_run_words(256, 1000);
         assert!(counted > 1000 && counted <= 1000 + 64, "{counted}");
         assert_eq!(dense.short_run_words(256, usize::MAX), 32 * 1024);
+    }
+
+    /// The long runs are `runs`' runs of that length, and the bits outside them the words of
+    /// the others, whatever the marks' places against the bit words' edges.
+    #[test]
+    fn the_long_runs_and_the_words_outside_them_are_those_of_the_runs() {
+        let words = 64 * 1024 + 37;
+        let written = Written::new(words * 8 - 3);
+        assert!(written.long_runs(64).is_empty());
+        for word in [0, 1, 63, 64, 100, 5000] {
+            written.mark(word * 8..word * 8 + 1);
+        }
+        // long runs inside bit words' edges, on them, across several, of exactly `long` words,
+        // and one to the partial last word
+        for run in [200..460, 512..768, 1000..1255, 2048..4096 + 5, 9001..9257, words - 300..words] {
+            written.mark(run.start * 8..(run.end * 8).min(words * 8 - 3));
+        }
+        assert!(written.marked(1) && written.marked(words - 1) && !written.marked(2));
+        for long in [64, 255, 256, 257, 4096] {
+            let runs = written.runs();
+            let want_long: Vec<Range<usize>> = runs.iter().filter(|r| r.len() >= long).cloned().collect();
+            assert_eq!(written.long_runs(long), want_long, "long {long}");
+            let want_short: Vec<usize> = runs.iter().filter(|r| r.len() < long).flat_map(|r| r.clone()).collect();
+            let short: Vec<usize> = (0..written.bit_words())
+                .flat_map(|bit_word| {
+                    let bits = written.bits_outside(bit_word, &want_long);
+                    (0..64).filter(move |b| bits >> b & 1 == 1).map(move |b| bit_word * 64 + b)
+                })
+                .collect();
+            assert_eq!(short, want_short, "long {long}");
+        }
+        // every word written: one run, from the first word to the last
+        let full = Written::new(words * 8);
+        full.mark(0..words * 8);
+        assert_eq!(full.long_runs(64), vec![0..words]);
+        assert_eq!((0..full.bit_words()).map(|w| full.bits_outside(w, &[0..words])).max(), Some(0));
     }
 
     #[test]
