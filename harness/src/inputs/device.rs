@@ -55,7 +55,7 @@ const COPIED_RUN_BYTES: usize = 1 << 20;
 /// A drawn tensor's written words go up as pairs where they are at most one in this many of
 /// its words (runs long enough for a copy of their own aside), else the tensor goes up whole.
 /// A pair is 16 bytes against a word's 8 sent whole, and the pairs are made on all cores
-/// (`short_pairs`: 32 M of them, a few words of every row of 64 of a 4 GiB cache, in 0.28 to
+/// (`ShortWords::pairs`: 32 M of them, a few words of every row of 64 of a 4 GiB cache, in 0.28 to
 /// 0.30 s on 2 cores, to 512 MiB against the cache's 4 GiB whole); one in 8 leaves their making
 /// and the device's scatter a margin. When they were made on one thread, 32 M pairs took 1.34
 /// to 1.50 s a record on an H100 against 0.84 to 0.91 s whole, and the rule was one in 256.
@@ -200,11 +200,11 @@ impl<'a> DeviceDraw<'a> {
     /// changed since: only the words they wrote go up (`patch`), and the seal's hash of the
     /// whole tensor against the host's bytes finds any they wrote and did not say.
     pub fn seal_drawn(&self, tensor: &mut engine::tensor::Tensor, bytes: &[u8], written: &Written) -> Result<Option<Seal>, String> {
-        let most_paired = bytes.len().div_ceil(8) / PAIRED_ONE_WORD_IN;
-        if written.short_run_words(COPIED_RUN_BYTES / 8, most_paired) > most_paired {
+        let short = ShortWords::of(written, written.long_runs(COPIED_RUN_BYTES / 8), bytes.len() / 8);
+        if short.count() > bytes.len().div_ceil(8) / PAIRED_ONE_WORD_IN {
             return self.write_sealed(tensor, bytes);
         }
-        self.sent_sealed(tensor, bytes, |tensor| self.patch(tensor, bytes, written))
+        self.sent_sealed(tensor, bytes, |tensor| self.patch(tensor, bytes, written, &short))
     }
 
     /// `bytes` sent into `tensor` by `send`, then sealed where it is checked so (else sent
@@ -232,18 +232,17 @@ impl<'a> DeviceDraw<'a> {
     /// `bytes`' written words (`written`) into `tensor`, which holds the rest: a run of
     /// `COPIED_RUN_BYTES` or more by a copy of its own, the others as (word, value) pairs that
     /// `kc_patch` stores, and the bytes past the last whole word by a copy of their own.
-    fn patch(&self, tensor: &mut engine::tensor::Tensor, bytes: &[u8], written: &Written) -> Result<(), String> {
+    fn patch(&self, tensor: &mut engine::tensor::Tensor, bytes: &[u8], written: &Written, short: &ShortWords) -> Result<(), String> {
         let text = |e: engine::EngineError| crate::runner::error_chain(&e);
         let whole = bytes.len() / 8;
         if bytes.len() > whole * 8 && written.marked(whole) {
             tensor.write_part(whole * 8, &bytes[whole * 8..]).map_err(text)?;
         }
-        let long_runs = written.long_runs(COPIED_RUN_BYTES / 8);
-        for run in &long_runs {
+        for run in &short.long_runs {
             let words = run.start..run.end.min(whole);
             tensor.write_part(words.start * 8, &bytes[words.start * 8..words.end * 8]).map_err(text)?;
         }
-        let (places, values) = short_pairs(written, &long_runs, bytes);
+        let (places, values) = short.pairs(written, bytes);
         if places.is_empty() {
             return Ok(());
         }
@@ -423,52 +422,78 @@ impl<'a> DeviceDraw<'a> {
     }
 }
 
-/// Bit words of `Written` a piece of `short_pairs` takes (256 Ki words).
+/// Bit words of `Written` a piece of `ShortWords` takes (256 Ki words).
 const PAIRED_PIECE_BIT_WORDS: usize = 1 << 12;
 
-/// The words of `bytes` that `written` marks outside `long_runs` and below the last whole word,
-/// in order, as `kc_patch`'s (word, value) pairs: each word's index and its 8 bytes, little
-/// endian, made in pieces on the host's cores (a few words of every row of a 4 GiB cache are 32
-/// M pairs, which one thread made in 1.34 to 1.50 s a record on an H100).
-fn short_pairs(written: &Written, long_runs: &[std::ops::Range<usize>], bytes: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    use rayon::prelude::*;
-    let whole = bytes.len() / 8;
-    let bits = |bit_word: usize| {
-        let below_whole = match whole.saturating_sub(bit_word * 64) {
+/// The words `Written` marks outside its runs of `COPIED_RUN_BYTES` or more (`long_runs`) and
+/// below the last whole word, counted in pieces of its bits on the host's cores: how many
+/// decides whether they go up as pairs (`PAIRED_ONE_WORD_IN`), and the counts place each
+/// piece's pairs (`pairs`).
+struct ShortWords {
+    long_runs: Vec<std::ops::Range<usize>>,
+    /// The words below this one (the tensor's whole words).
+    whole: usize,
+    pieces: Vec<std::ops::Range<usize>>,
+    counts: Vec<usize>,
+}
+
+impl ShortWords {
+    fn of(written: &Written, long_runs: Vec<std::ops::Range<usize>>, whole: usize) -> ShortWords {
+        use rayon::prelude::*;
+        let pieces: Vec<std::ops::Range<usize>> = (0..written.bit_words())
+            .step_by(PAIRED_PIECE_BIT_WORDS)
+            .map(|first| first..(first + PAIRED_PIECE_BIT_WORDS).min(written.bit_words()))
+            .collect();
+        let mut short = ShortWords { long_runs, whole, pieces, counts: Vec::new() };
+        short.counts =
+            short.pieces.par_iter().map(|piece| piece.clone().map(|w| short.bits(written, w).count_ones() as usize).sum()).collect();
+        short
+    }
+
+    fn count(&self) -> usize {
+        self.counts.iter().sum()
+    }
+
+    /// The bits of bit word `bit_word` of the short words.
+    fn bits(&self, written: &Written, bit_word: usize) -> u64 {
+        let below_whole = match self.whole.saturating_sub(bit_word * 64) {
             0 => 0,
             n if n >= 64 => u64::MAX,
             n => u64::MAX >> (64 - n),
         };
-        written.bits_outside(bit_word, long_runs) & below_whole
-    };
-    let pieces: Vec<std::ops::Range<usize>> = (0..written.bit_words())
-        .step_by(PAIRED_PIECE_BIT_WORDS)
-        .map(|first| first..(first + PAIRED_PIECE_BIT_WORDS).min(written.bit_words()))
-        .collect();
-    let counts: Vec<usize> = pieces.par_iter().map(|piece| piece.clone().map(|w| bits(w).count_ones() as usize).sum()).collect();
-    let pairs: usize = counts.iter().sum();
-    let (mut places, mut values) = (vec![0u8; pairs * 8], vec![0u8; pairs * 8]);
-    let mut each_piece = Vec::with_capacity(pieces.len());
-    let (mut places_left, mut values_left) = (places.as_mut_slice(), values.as_mut_slice());
-    for count in &counts {
-        let (piece_places, rest_places) = places_left.split_at_mut(count * 8);
-        let (piece_values, rest_values) = values_left.split_at_mut(count * 8);
-        each_piece.push((piece_places, piece_values));
-        (places_left, values_left) = (rest_places, rest_values);
+        written.bits_outside(bit_word, &self.long_runs) & below_whole
     }
-    pieces.into_par_iter().zip(each_piece).for_each(|(piece, (places, values))| {
-        let (mut places, mut values) = (places.chunks_exact_mut(8), values.chunks_exact_mut(8));
-        for bit_word in piece {
-            let mut bits = bits(bit_word);
-            while bits != 0 {
-                let word = bit_word * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                places.next().expect("counted").copy_from_slice(&(word as u64).to_le_bytes());
-                values.next().expect("counted").copy_from_slice(&bytes[word * 8..word * 8 + 8]);
-            }
+
+    /// The short words of `bytes`, in order, as `kc_patch`'s (word, value) pairs: each word's
+    /// index and its 8 bytes, little endian, made in the pieces on the host's cores (a few words
+    /// of every row of a 4 GiB cache are 32 M pairs, which one thread made in 1.34 to 1.50 s a
+    /// record on an H100).
+    fn pairs(&self, written: &Written, bytes: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        use rayon::prelude::*;
+        let pairs = self.count();
+        let (mut places, mut values) = (vec![0u8; pairs * 8], vec![0u8; pairs * 8]);
+        let mut each_piece = Vec::with_capacity(self.pieces.len());
+        let (mut places_left, mut values_left) = (places.as_mut_slice(), values.as_mut_slice());
+        for count in &self.counts {
+            let (piece_places, rest_places) = places_left.split_at_mut(count * 8);
+            let (piece_values, rest_values) = values_left.split_at_mut(count * 8);
+            each_piece.push((piece_places, piece_values));
+            (places_left, values_left) = (rest_places, rest_values);
         }
-    });
-    (places, values)
+        self.pieces.par_iter().zip(each_piece).for_each(|(piece, (places, values))| {
+            let (mut places, mut values) = (places.chunks_exact_mut(8), values.chunks_exact_mut(8));
+            for bit_word in piece.clone() {
+                let mut bits = self.bits(written, bit_word);
+                while bits != 0 {
+                    let word = bit_word * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    places.next().expect("counted").copy_from_slice(&(word as u64).to_le_bytes());
+                    values.next().expect("counted").copy_from_slice(&bytes[word * 8..word * 8 + 8]);
+                }
+            }
+        });
+        (places, values)
+    }
 }
 
 /// `kc_hash`'s terms of `bytes` (whole 64-bit words) as the words from `first_word` on of a
@@ -479,14 +504,35 @@ fn keyed_hash_from(bytes: &[u8], key: u64, first_word: u64) -> u64 {
     bytes
         .par_chunks(PIECE_WORDS * 8)
         .enumerate()
-        .map(|(piece, chunk)| {
-            let first = first_word + (piece * PIECE_WORDS) as u64;
-            chunk.chunks_exact(8).enumerate().fold(0u64, |sum, (i, word)| {
-                let word = u64::from_le_bytes(word.try_into().unwrap());
-                sum.wrapping_add(super::mix((word ^ key).wrapping_add((first + i as u64 + 1).wrapping_mul(super::GOLDEN_GAMMA))))
-            })
-        })
+        .map(|(piece, chunk)| hash_terms(chunk, key, first_word + (piece * PIECE_WORDS) as u64))
         .reduce(|| 0, u64::wrapping_add)
+}
+
+/// The sum of `kc_hash`'s terms of `words` (whole 64-bit words) as words `first..` of a run:
+/// on x86-64 with AVX-512 (DQ: 64-bit multiplies of 8 lanes) where the CPU has it, the same
+/// terms and the same wrapping sum (so the same bits).
+fn hash_terms(words: &[u8], key: u64, first: u64) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
+        // SAFETY: the CPU has AVX-512F and DQ, all that the function's target features ask for
+        return unsafe { hash_terms_avx512(words, key, first) };
+    }
+    hash_terms_portable(words, key, first)
+}
+
+#[inline(always)]
+fn hash_terms_portable(words: &[u8], key: u64, first: u64) -> u64 {
+    words.chunks_exact(8).enumerate().fold(0u64, |sum, (i, word)| {
+        let word = u64::from_le_bytes(word.try_into().unwrap());
+        sum.wrapping_add(super::mix((word ^ key).wrapping_add((first + i as u64 + 1).wrapping_mul(super::GOLDEN_GAMMA))))
+    })
+}
+
+/// `hash_terms_portable` compiled for AVX-512: the compiler makes eight terms a vector.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+unsafe fn hash_terms_avx512(words: &[u8], key: u64, first: u64) -> u64 {
+    hash_terms_portable(words, key, first)
 }
 
 /// A key no kernel under test has seen: the standard library's per-process random keys, mixed
@@ -641,6 +687,17 @@ mod tests {
     /// alone (scattered words, a run long enough for a copy of its own, the bytes past the last
     /// whole word) and is sealed against the host's bytes; a changed word left unmarked is
     /// refused as the device not holding what the host does.
+    /// The vectors' sum is the one word at a time, whatever the length and the first word's
+    /// place (on a CPU without AVX-512 both are the portable code).
+    #[test]
+    fn the_hash_terms_on_vectors_are_the_ones_a_word_at_a_time() {
+        let bytes: Vec<u8> = (0..(1 << 16) * 8 + 24).map(|i: usize| (i * 7 % 251) as u8).collect();
+        for (words, first) in [(0, 0), (1, 0), (7, 5), (8, 1 << 40), (9, 3), (1000, 17), (1 << 16, 0), ((1 << 16) + 3, u64::MAX - 2)] {
+            let part = &bytes[..words * 8];
+            assert_eq!(hash_terms(part, 0xfeed, first), hash_terms_portable(part, 0xfeed, first), "{words} words from {first}");
+        }
+    }
+
     #[test]
     fn a_drawn_tensor_gets_its_written_words_alone_and_a_word_not_marked_is_refused() {
         let cache = tempfile::tempdir().unwrap();
@@ -700,9 +757,10 @@ mod tests {
         }
         written.mark(piece_edge + 10..piece_edge + 10 + COPIED_RUN_BYTES + 64);
         written.mark(bytes.len() - 2..bytes.len());
-        let long_runs = written.long_runs(COPIED_RUN_BYTES / 8);
-        assert_eq!(long_runs.len(), 1);
-        let (places, values) = short_pairs(&written, &long_runs, &bytes);
+        let short = ShortWords::of(&written, written.long_runs(COPIED_RUN_BYTES / 8), bytes.len() / 8);
+        assert_eq!(short.long_runs.len(), 1);
+        assert_eq!(short.count(), 6);
+        let (places, values) = short.pairs(&written, &bytes);
         let words: Vec<usize> = places.chunks_exact(8).map(|p| u64::from_le_bytes(p.try_into().unwrap()) as usize).collect();
         assert_eq!(words, [0, 5, piece_edge - 1, piece_edge, 2 * piece_edge + 3, bytes.len() / 8 - 1]);
         for (word, value) in words.iter().zip(values.chunks_exact(8)) {

@@ -43,37 +43,6 @@ impl Written {
         }
     }
 
-    /// The written words outside runs of `long` words or more, counted no further than just
-    /// past `most`: whether the words of the short runs are few, told without `runs` (a list
-    /// of millions of runs where the marks are dense: a few words of every row of 64 words of
-    /// a 4 GiB cache took 0.3 to 0.45 s a record on an H100 before the cache went up whole
-    /// anyway). The same count as the lengths of `runs` under `long`, summed; `long` is 64 or
-    /// more, so that a run inside one bit word's 64 words is short.
-    pub fn short_run_words(&self, long: usize, most: usize) -> usize {
-        assert!(long >= 64, "a long run of {long} words");
-        // the run the last bit word ended in, so far
-        let (mut counted, mut open) = (0usize, 0usize);
-        for bits in &self.bits {
-            let bits = bits.load(Ordering::Relaxed);
-            if bits == u64::MAX {
-                open += 64;
-                continue;
-            }
-            // the open run ends in this word's low bits; its high bits start the next one
-            let (ends, starts) = (bits.trailing_ones() as usize, bits.leading_ones() as usize);
-            let run = open + ends;
-            if run < long {
-                counted += run;
-            }
-            counted += bits.count_ones() as usize - ends - starts;
-            open = starts;
-            if counted > most {
-                return counted;
-            }
-        }
-        if open < long { counted + open } else { counted }
-    }
-
     /// The written words in runs of `long` words or more (64 or more), in order, each as long
     /// as it goes: those `runs` gives that long, found in one pass over the bits without the
     /// list of every run (a run of 64 words or more crosses a bit word's edge or fills one).
@@ -161,40 +130,6 @@ impl Written {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_words_outside_long_runs_are_counted_without_the_runs_and_only_as_far_as_asked() {
-        let written = Written::new(64 * 1024 * 8);
-        let by_runs = |w: &Written, long: usize| w.runs().iter().map(|r| r.len()).filter(|&n| n < long).sum::<usize>();
-        assert_eq!(written.short_run_words(256, usize::MAX), 0);
-        // scattered words, and a run of 3 words across two bit words
-        for word in [1, 100, 5000] {
-            written.mark(word * 8..word * 8 + 1);
-        }
-        written.mark(62 * 8..65 * 8);
-        assert_eq!(written.short_run_words(256, usize::MAX), 6);
-        // a run of 255 words (short) and one of 256 (long), neither on a bit word's edges
-        written.mark(1000 * 8..1255 * 8);
-        assert_eq!(written.short_run_words(256, usize::MAX), 6 + 255);
-        written.mark(2001 * 8..2257 * 8);
-        assert_eq!(written.short_run_words(256, usize::MAX), 6 + 255);
-        // a long run at the very end, and one at the very start that takes in words 1, 62 to
-        // 64 and 100
-        written.mark((64 * 1024 - 300) * 8..64 * 1024 * 8);
-        written.mark(0..300 * 8);
-        assert_eq!(written.short_run_words(256, usize::MAX), 1 + 255);
-        for long in [64, 65, 255, 256, 257, 1 << 20] {
-            assert_eq!(written.short_run_words(long, usize::MAX), by_runs(&written, long), "long {long}");
-        }
-        // counted only until just past `most`
-        let dense = Written::new(64 * 1024 * 8);
-        for word in (0..64 * 1024).step_by(2) {
-            dense.mark(word * 8..word * 8 + 8);
-        }
-        let counted = dense.short_run_words(256, 1000);
-        assert!(counted > 1000 && counted <= 1000 + 64, "{counted}");
-        assert_eq!(dense.short_run_words(256, usize::MAX), 32 * 1024);
-    }
-
     /// The long runs are `runs`' runs of that length, and the bits outside them the words of
     /// the others, whatever the marks' places against the bit words' edges.
     #[test]
@@ -228,7 +163,7 @@ mod tests {
         let full = Written::new(words * 8);
         full.mark(0..words * 8);
         assert_eq!(full.long_runs(64), vec![0..words]);
-        assert_eq!((0..full.bit_words()).map(|w| full.bits_outside(w, &[0..words])).max(), Some(0));
+        assert_eq!((0..full.bit_words()).map(|w| full.bits_outside(w, &full.long_runs(64))).max(), Some(0));
     }
 
     #[test]
