@@ -57,8 +57,11 @@ const COPIED_RUN_BYTES: usize = 1 << 20;
 /// A pair is 16 bytes against a word's 8 sent whole, and the pairs are made on all cores
 /// (`ShortWords::pairs`: 32 M of them, a few words of every row of 64 of a 4 GiB cache, in 0.28 to
 /// 0.30 s on 2 cores, to 512 MiB against the cache's 4 GiB whole); one in 8 leaves their making
-/// and the device's scatter a margin. When they were made on one thread, 32 M pairs took 1.34
-/// to 1.50 s a record on an H100 against 0.84 to 0.91 s whole, and the rule was one in 256.
+/// and the device's scatter a margin. On an H100's host, in one process, a 4 GiB input with one
+/// word in 64 written went up as pairs in 0.20-0.22 s against 0.26-0.27 s whole, and one with one
+/// in 16 in 0.22-0.26 s either way (the seal's host hash beside the send as long). When one
+/// thread made them, 32 M pairs took 1.34 to 1.50 s a record against 0.84 to 0.91 s whole, and
+/// the rule was one in 256.
 const PAIRED_ONE_WORD_IN: usize = 8;
 
 /// Elements compared at each end, spread evenly, and at seeded places.
