@@ -766,6 +766,7 @@ pub fn run_isolated(
     // from the first unit's start: the builds of the later ones run beside the records
     report.timing.run_seconds = first_unit_started.get().map_or(0.0, |at| at.elapsed().as_secs_f64());
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    report.timing.before_seconds = runner::Timing::before(settings, started);
     // a run is its process's only one: every child it started, the build's and spares' too
     let starts = process_starts();
     report.timing.processes = starts.ahead + starts.build + starts.spare + starts.on_demand;

@@ -106,6 +106,7 @@ pub fn merge(reports: Vec<(PathBuf, ReportFile)>) -> Result<RunReport, MergeErro
         timing.build_seconds += r.timing.build_seconds;
         timing.run_seconds += r.timing.run_seconds;
         timing.total_seconds += r.timing.total_seconds;
+        timing.before_seconds += r.timing.before_seconds;
         timing.modules_built += r.timing.modules_built;
         timing.processes += r.timing.processes;
         let (starts, of) = (&mut timing.process_starts, &r.timing.process_starts);

@@ -72,10 +72,22 @@ impl Lap {
 /// `modules`: with the count of modules built.
 pub fn builds_and_records(timing: &Timing, modules: bool, records: &str) -> String {
     let (builds, run) = (timing.build_seconds, timing.run_seconds);
-    let modules = if modules { format!(" ({} modules)", timing.modules_built) } else { String::new() };
+    let modules = match (modules, timing.modules_built) {
+        (false, _) => String::new(),
+        (true, 1) => " (1 module)".to_string(),
+        (true, n) => format!(" ({} modules)", crate::format::count(n)),
+    };
     // 10 ms for the start of the first unit after its builds
     let joined = if builds + run > timing.total_seconds + 0.01 { " beside" } else { "," };
     format!("kernel builds {builds:.2} s{modules}{joined} {records} {run:.2} s")
+}
+
+/// ` after 0.15 s of this process's start (...)`, where the run knows it.
+fn before_the_run(timing: &Timing) -> String {
+    if timing.before_seconds < 0.005 {
+        return String::new();
+    }
+    format!(" after {:.2} s of this process's own start (the contracts' data ops defined, its backend opened)", timing.before_seconds)
 }
 
 /// `, N processes started (A ahead of the first jobs, ...)`, or nothing in one process.
@@ -138,8 +150,9 @@ const HEADINGS: [&str; 7] = ["start-up", "inputs", "upload", "launches", "downlo
 /// phases do not hold (live limits, the results' way back).
 pub fn timings_table(run: &RunReport, rows: usize) -> Vec<String> {
     let mut lines = vec![format!(
-        "timings: {:.2} s in all, {}{}",
+        "timings: {:.2} s in all{}, {}{}",
         run.timing.total_seconds,
+        before_the_run(&run.timing),
         builds_and_records(&run.timing, true, "records and controls"),
         processes_started(&run.timing)
     )];
@@ -207,6 +220,17 @@ mod tests {
             builds_and_records(&timing(16.94, 17.95, 18.30), true, "records and controls"),
             "kernel builds 16.94 s (83 modules) beside records and controls 17.95 s"
         );
+    }
+
+    #[test]
+    fn the_processes_own_start_is_said_where_it_took_time() {
+        let timing = |before_seconds| Timing { before_seconds, ..Timing::default() };
+        assert_eq!(
+            before_the_run(&timing(0.153)),
+            " after 0.15 s of this process's own start (the contracts' data ops defined, its backend opened)"
+        );
+        assert_eq!(before_the_run(&timing(0.004)), "", "nothing worth a word");
+        assert_eq!(before_the_run(&Timing::default()), "", "a run that does not know it");
     }
 
     #[test]

@@ -73,6 +73,10 @@ pub struct Settings {
     /// On a GPU, large inputs drawn and gate 3's check of them made on the device
     /// (`inputs::device`; the binary's default, off with `--host-inputs`).
     pub device_inputs: bool,
+    /// When this process started (its `main`), where the binary says so: the run's timings
+    /// then hold what came before the run (finding the repository, defining the contracts'
+    /// data ops, opening the backend).
+    pub process_started: Option<Instant>,
 }
 
 /// The time limit of a record whose contract and control set none, and no flag either: the
@@ -400,6 +404,11 @@ pub struct Timing {
     pub build_seconds: f64,
     pub run_seconds: f64,
     pub total_seconds: f64,
+    /// This process's own start before the run began (`Settings::process_started`): on a GPU,
+    /// opening the backend loads the driver's and the compiler's libraries and starts the
+    /// driver (0.15 s on an H100's host), beside the first children's own starts.
+    #[serde(default)]
+    pub before_seconds: f64,
     pub modules_built: usize,
     /// Child processes the run started (0 in one process): on a GPU each opens a device
     /// context, which the driver makes one after another.
@@ -415,6 +424,13 @@ pub struct Timing {
     /// The units whose cases hold gigabytes, as they held the run's memory budget.
     #[serde(default)]
     pub large_units: LargeUnits,
+}
+
+impl Timing {
+    /// The seconds from this process's start (where the settings know it) to `run_started`.
+    pub fn before(settings: &Settings, run_started: Instant) -> f64 {
+        settings.process_started.map_or(0.0, |process| run_started.saturating_duration_since(process).as_secs_f64())
+    }
 }
 
 /// The bytes the units of cases of gigabytes may hold at once (`budget::MemoryBudget`), and
@@ -635,6 +651,7 @@ pub fn run_compared(
     }
     report.timing.run_seconds = run_started.elapsed().as_secs_f64();
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    report.timing.before_seconds = Timing::before(settings, started);
     forward.emit(&Event::Finished(&report));
     report
 }
@@ -2257,6 +2274,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
         }
     }
     report.timing.total_seconds = started.elapsed().as_secs_f64();
+    report.timing.before_seconds = Timing::before(settings, started);
     on_event(&Event::Finished(&report));
     report
 }
@@ -2288,6 +2306,7 @@ pub(crate) fn tests_settings() -> Settings {
         partition: None,
         case_data: false,
         device_inputs: true,
+        process_started: None,
     }
 }
 

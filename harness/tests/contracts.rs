@@ -634,6 +634,11 @@ fn timings_split_each_records_time_into_phases_in_the_table_and_the_report() {
     // the job's first record carries its process's start-up
     let records = json["records"].as_array().unwrap();
     assert!(records[0]["phases"]["startup"].as_f64().unwrap() > 0.0, "{}", records[0]);
+    // and the run, this process's own start before it
+    let before = json["timing"]["before_seconds"].as_f64().unwrap();
+    assert!(before > 0.0 && before < json["timing"]["total_seconds"].as_f64().unwrap() + 60.0, "{}", json["timing"]);
+    let first = lines.iter().find(|l| l.starts_with("timings: ")).unwrap();
+    assert_eq!(first.contains(" of this process's own start "), before >= 0.005, "{first}");
 }
 
 /// Controls run in workers of their own: one serves control after control while each goes red

@@ -438,6 +438,7 @@ fn settings(flags: &Flags, root: &Path, isolated: bool) -> Settings {
         p.canonicalize().unwrap_or(p)
     };
     Settings {
+        process_started: PROCESS_STARTED.get().copied(),
         contracts_dir: absolute(&flags.contracts, "contracts"),
         controls_dir: absolute(&flags.controls, "controls"),
         kernels_dir: absolute(&flags.kernels, "kernels"),
@@ -577,7 +578,11 @@ fn on_signal(signal: i32) {
     unsafe { libc::_exit(128 + signal) }
 }
 
+/// When `main` began: a run's timings say how long this process took to start it.
+static PROCESS_STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
 fn main() -> ExitCode {
+    PROCESS_STARTED.get_or_init(Instant::now);
     let flags = Flags::parse();
     if flags.child.is_some() {
         return ExitCode::from(run_child(&flags) as u8);
