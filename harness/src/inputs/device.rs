@@ -686,10 +686,6 @@ mod tests {
         assert!(failure.message.starts_with("input changed: 1 of 67,108,869 elements, first [67108867]"), "{}", failure.message);
     }
 
-    /// A tensor drawn on the device and changed on the host since gets the written words
-    /// alone (scattered words, a run long enough for a copy of its own, the bytes past the last
-    /// whole word) and is sealed against the host's bytes; a changed word left unmarked is
-    /// refused as the device not holding what the host does.
     /// The vectors' sum is the one word at a time, whatever the length and the first word's
     /// place (on a CPU without AVX-512 both are the portable code).
     #[test]
@@ -701,6 +697,10 @@ mod tests {
         }
     }
 
+    /// A tensor drawn on the device and changed on the host since gets the written words
+    /// alone (scattered words, a run long enough for a copy of its own, the bytes past the last
+    /// whole word) and is sealed against the host's bytes; a changed word left unmarked is
+    /// refused as the device not holding what the host does.
     #[test]
     fn a_drawn_tensor_gets_its_written_words_alone_and_a_word_not_marked_is_refused() {
         let cache = tempfile::tempdir().unwrap();
