@@ -507,7 +507,7 @@ fn keyed_hash_from(bytes: &[u8], key: u64, first_word: u64) -> u64 {
     bytes
         .par_chunks(PIECE_WORDS * 8)
         .enumerate()
-        .map(|(piece, chunk)| hash_terms(chunk, key, first_word + (piece * PIECE_WORDS) as u64))
+        .map(|(piece, chunk)| hash_terms(chunk, key, first_word.wrapping_add((piece * PIECE_WORDS) as u64)))
         .reduce(|| 0, u64::wrapping_add)
 }
 
@@ -527,7 +527,7 @@ fn hash_terms(words: &[u8], key: u64, first: u64) -> u64 {
 fn hash_terms_portable(words: &[u8], key: u64, first: u64) -> u64 {
     words.chunks_exact(8).enumerate().fold(0u64, |sum, (i, word)| {
         let word = u64::from_le_bytes(word.try_into().unwrap());
-        sum.wrapping_add(super::mix((word ^ key).wrapping_add((first + i as u64 + 1).wrapping_mul(super::GOLDEN_GAMMA))))
+        sum.wrapping_add(super::mix((word ^ key).wrapping_add(first.wrapping_add(i as u64 + 1).wrapping_mul(super::GOLDEN_GAMMA))))
     })
 }
 
