@@ -221,12 +221,14 @@ pub struct OutputGates {
 /// bytes are the first's, and the first's are finite. Where any piece fails one, that gate
 /// goes to its own whole-output function after the pass, so what it says of a failing output
 /// (count, first element, message) is what that function says. Gate 3's slices are
-/// [`compare`]'s, so its figures are too, bit for bit.
+/// [`compare`]'s, so its figures are too, bit for bit. `repeats_proven`: the later launches
+/// were found on the device to repeat the first's bytes over poisons that differ from its
+/// (`launches` holds the first alone, and gate 2 has passed).
 #[allow(clippy::too_many_arguments)]
 pub fn output_gates(
     dtype: DType,
     shape: &[usize],
-    launches: &[Vec<u8>],
+    (launches, repeats_proven): (&[Vec<u8>], bool),
     poisons: &[Vec<u8>],
     want: &[f64],
     tolerance: &Tolerance,
@@ -235,11 +237,15 @@ pub fn output_gates(
     let size = dtype.size();
     let got = match launches.first() {
         Some(got) if sliced_alike(size, launches, poisons, want) => got,
-        _ => return separately(dtype, shape, launches, poisons, want, tolerance, finite_check),
+        _ => {
+            let separate = separately(dtype, shape, launches, poisons, want, tolerance, finite_check);
+            return OutputGates { repeat: separate.repeat.filter(|_| !repeats_proven), ..separate };
+        }
     };
     // equal launches over equal poisons can still be unwritten, and an integer output has
-    // nothing to be finite: neither takes a cheap test
-    let repeat_fast = poisons_differ(size, launches.len(), poisons);
+    // nothing to be finite: neither takes a cheap test (a repeat proven on the device has
+    // its first launch here alone)
+    let repeat_fast = repeats_proven || poisons_differ(size, launches.len(), poisons);
     let finite_fast = finite_check && dtype.is_float();
     let passes = over_slices(want, |offset, want| {
         let (mut repeated, mut finite) = (repeat_fast, finite_fast);
@@ -284,7 +290,7 @@ fn sliced_alike(size: usize, launches: &[Vec<u8>], poisons: &[Vec<u8>], want: &[
 
 /// Whether some launch's poison differs from the first's: then no element can equal every
 /// launch's poison, so launches with the same bytes wrote every element.
-fn poisons_differ(size: usize, launches: usize, poisons: &[Vec<u8>]) -> bool {
+pub(crate) fn poisons_differ(size: usize, launches: usize, poisons: &[Vec<u8>]) -> bool {
     (1..launches).any(|l| poisons[l][..size] != poisons[0][..size])
 }
 
@@ -751,7 +757,7 @@ mod tests {
             let (dtype, shape) = (self.dtype, [self.want.len()]);
             let bits = |m: &Metrics| (m.max_abs_error.to_bits(), m.mean_abs_error.to_bits());
             for finite_check in [false, true] {
-                let fused = output_gates(dtype, &shape, &self.launches, &self.poisons, &self.want, tolerance, finite_check);
+                let fused = output_gates(dtype, &shape, (&self.launches, false), &self.poisons, &self.want, tolerance, finite_check);
                 let repeated = repeat(dtype, &shape, &self.launches, &self.poisons);
                 let (metrics, compared) = compare(dtype, &shape, &self.launches[0], &self.want, tolerance);
                 let finite = finite_check.then(|| nonfinite(dtype, &shape, &self.launches[0], &self.want)).flatten();
@@ -761,7 +767,7 @@ mod tests {
                 assert_eq!(fused.nonfinite, finite, "{context}: nonfinite");
                 assert_eq!((&fused.metrics, bits(&fused.metrics)), (&metrics, bits(&metrics)), "{context}: metrics");
             }
-            output_gates(dtype, &shape, &self.launches, &self.poisons, &self.want, tolerance, true)
+            output_gates(dtype, &shape, (&self.launches, false), &self.poisons, &self.want, tolerance, true)
         }
     }
 

@@ -35,6 +35,13 @@ pub const DRAWN_ON_DEVICE_BYTES: usize = 64 << 20;
 /// An input of this many bytes or more is checked by its hash on the device (`holds`).
 pub const HASHED_ON_DEVICE_BYTES: usize = 64 << 20;
 
+/// An output of this many bytes or more has its later launches held to its first on the device,
+/// by the keyed hash (`repeat_check`), where each was read back whole: reading a 64 MB output
+/// back took 7 to 8 ms on an H100 (tf_embed_dense's largest case, three launches a record); its
+/// hash takes a launch and 2 MiB of partial sums back, and a host pass over the first launch's
+/// bytes on all cores.
+pub const REPEAT_HASHED_BYTES: usize = 16 << 20;
+
 /// Blocks of a hash's launch: about as many threads as an H100 keeps resident, and a sum of
 /// each thread's to read back (2 MiB).
 const HASH_BLOCKS: u64 = 1024;
@@ -44,6 +51,7 @@ const SOURCE: &str = include_str!("draw.hip");
 const KERNEL: &str = "kc_draw";
 const HASH_KERNEL: &str = "kc_hash";
 const PATCH_KERNEL: &str = "kc_patch";
+const GUARDS_KERNEL: &str = "kc_guards";
 const BLOCK_THREADS: u32 = 256;
 /// Blocks of a launch; each thread steps through the tensor by the grid's threads.
 const MOST_BLOCKS: u64 = 16_384;
@@ -76,6 +84,17 @@ const SEEDED_CHECKED: usize = 65_536;
 pub struct Seal {
     key: u64,
     hash: u64,
+}
+
+/// A launch's output held to the bytes of the case's first launch (gate 2), by the keyed hash:
+/// a key drawn when the first launch's bytes came back (never given to a kernel under test), the
+/// host's hash of those bytes' whole words with it, and the bytes past the last whole word.
+#[derive(Debug)]
+pub struct RepeatCheck {
+    key: u64,
+    on_host: u64,
+    words: usize,
+    tail: Vec<u8>,
 }
 
 /// A large input drawn into its own tensor (`InputSpec::draw_into`): the tensor as drawn, the
@@ -330,6 +349,80 @@ impl<'a> DeviceDraw<'a> {
         self.hashed(tensor, parts).then(|| self.hash_matches(tensor, parts))
     }
 
+    /// The check of a later launch's output in `tensor` against `first`, the first launch's bytes
+    /// of it; `None` where the output is not checked so (under `REPEAT_HASHED_BYTES`, or not at a
+    /// 64-bit word), and each launch is read back.
+    pub fn repeat_check(&self, tensor: &engine::tensor::Tensor, first: &[u8]) -> Option<RepeatCheck> {
+        let hashed = tensor.bytes() >= REPEAT_HASHED_BYTES && tensor.device_address().is_multiple_of(8) && first.len() == tensor.bytes();
+        hashed.then(|| {
+            let (key, words) = (fresh_key(), first.len() / 8);
+            RepeatCheck { key, on_host: keyed_hash_from(&first[..words * 8], key, 0), words, tail: first[words * 8..].to_vec() }
+        })
+    }
+
+    /// Whether `tensor` holds the first launch's bytes `check` was made of: the device's hash
+    /// with its key, and the bytes past the last whole word read back. Bytes that differ are
+    /// read back by the caller, for gate 2's elements.
+    pub fn repeats_first(&self, tensor: &engine::tensor::Tensor, check: &RepeatCheck) -> Result<bool, String> {
+        Ok(self.device_hash(tensor, check.words, check.key)? == check.on_host && self.tail_holds(tensor, check.words, &check.tail)?)
+    }
+
+    /// Whether each of `tensors`' guard bands holds its pattern, both bands of every tensor
+    /// compared on the device in one launch (`kc_guards`); `None` for a tensor whose pattern is
+    /// not of a size dividing 8 bytes (no type's today), which the caller reads back.
+    pub fn guards_intact(&self, tensors: &[&engine::tensor::Tensor]) -> Result<Vec<Option<bool>>, String> {
+        use engine::dtype::GuardSide;
+        use engine::tensor::GUARD_BYTES;
+        let text = |e: engine::EngineError| crate::runner::error_chain(&e);
+        // per band: its address, its length and its pattern as a word; and whose band it is
+        let mut bands: Vec<u64> = Vec::new();
+        let mut owners: Vec<usize> = Vec::new();
+        for (owner, tensor) in tensors.iter().enumerate() {
+            let start = tensor.device_address();
+            for (side, at) in
+                [(GuardSide::Before, start.wrapping_sub(GUARD_BYTES as u64)), (GuardSide::After, start + tensor.bytes() as u64)]
+            {
+                let element = tensor.guard_pattern(side);
+                if element.is_empty() || 8 % element.len() != 0 {
+                    continue;
+                }
+                let word = u64::from_le_bytes(element.repeat(8 / element.len()).try_into().expect("8 bytes"));
+                bands.extend([at, GUARD_BYTES as u64, word]);
+                owners.push(owner);
+            }
+        }
+        let mut intact: Vec<Option<bool>> = vec![None; tensors.len()];
+        if owners.is_empty() {
+            return Ok(intact);
+        }
+        let module = self.module()?;
+        let descriptors: Vec<u8> = bands.iter().flat_map(|word| word.to_le_bytes()).collect();
+        let counts_bytes = owners.len() * BLOCK_THREADS as usize * 4;
+        let mut buffer = self.backend.allocate(descriptors.len() + counts_bytes).map_err(text)?;
+        buffer.write(0, &descriptors).map_err(text)?;
+        let args = [KernelArg::Pointer(buffer.device_address()), KernelArg::Pointer(buffer.device_address() + descriptors.len() as u64)];
+        let dims = LaunchDims { grid: [owners.len() as u32, 1, 1], block: [BLOCK_THREADS, 1, 1], dynamic_shared: 0 };
+        module
+            .launch(GUARDS_KERNEL, dims, Schedule::default(), &args)
+            .map_err(|e| format!("the harness's guard band check: {}", text(e)))?;
+        let mut counts = vec![0u8; counts_bytes];
+        buffer.read(descriptors.len(), &mut counts).map_err(text)?;
+        let per_band = counts.chunks_exact(BLOCK_THREADS as usize * 4);
+        let mut bands_seen = vec![0usize; tensors.len()];
+        for (&owner, band) in owners.iter().zip(per_band) {
+            let clean = band.chunks_exact(4).all(|count| count == [0; 4]);
+            intact[owner] = Some(intact[owner].unwrap_or(true) && clean);
+            bands_seen[owner] += 1;
+        }
+        // a tensor with one band compared and the other not is read back
+        for (verdict, seen) in intact.iter_mut().zip(bands_seen) {
+            if seen != 2 {
+                *verdict = None;
+            }
+        }
+        Ok(intact)
+    }
+
     /// Whether `tensor`, to hold `parts` one after another, is checked by the hash.
     fn hashed(&self, tensor: &engine::tensor::Tensor, parts: &[&[u8]]) -> bool {
         let aligned = tensor.device_address().is_multiple_of(8);
@@ -369,7 +462,7 @@ impl<'a> DeviceDraw<'a> {
             KernelArg::Pointer(partials.device_address()),
         ];
         let dims = LaunchDims { grid: [(threads / BLOCK_THREADS as u64) as u32, 1, 1], block: [BLOCK_THREADS, 1, 1], dynamic_shared: 0 };
-        module.launch(HASH_KERNEL, dims, Schedule::default(), &args).map_err(|e| format!("the harness's hash of an input: {}", text(e)))?;
+        module.launch(HASH_KERNEL, dims, Schedule::default(), &args).map_err(|e| format!("the harness's hash of a tensor: {}", text(e)))?;
         let mut sums = vec![0u8; threads as usize * 8];
         partials.read(0, &mut sums).map_err(text)?;
         Ok(sums.chunks_exact(8).fold(0u64, |sum, w| sum.wrapping_add(u64::from_le_bytes(w.try_into().unwrap()))))
@@ -391,7 +484,7 @@ impl<'a> DeviceDraw<'a> {
         let source = KernelSource {
             display_path: format!("(the harness's input drawing, {})", path.file_name().unwrap_or_default().to_string_lossy()),
             path,
-            kernels: vec![KERNEL.to_string(), HASH_KERNEL.to_string(), PATCH_KERNEL.to_string()],
+            kernels: [KERNEL, HASH_KERNEL, PATCH_KERNEL, GUARDS_KERNEL].map(String::from).to_vec(),
             include_dirs: Vec::new(),
         };
         self.backend.load_module(&source).map_err(|e| format!("building the harness's drawing kernel: {}", crate::runner::error_chain(&e)))
@@ -789,6 +882,55 @@ mod tests {
         assert!(spec.draw_into(&draw, DType::F32, &[4, 1024], 21, &symbols).is_none(), "a small input is drawn on the host");
     }
 
+    /// The guard bands of a case's tensors are compared on the device in one launch: each
+    /// type's and length's bands found as allocated, and a byte written just past one tensor's
+    /// end or just before another's start found in that tensor alone, as the host's read-back
+    /// of the bands finds it.
+    #[test]
+    fn the_guard_bands_are_checked_on_the_device_and_a_written_byte_is_seen_in_its_tensor_alone() {
+        let cache = tempfile::tempdir().unwrap();
+        let backend = host_backend(cache.path());
+        let draw = DeviceDraw::anywhere(&backend, cache.path());
+        let allocate = |dtype, shape: &[usize]| engine::tensor::Tensor::allocate(&backend, dtype, shape).unwrap();
+        let tensors =
+            [allocate(DType::F32, &[3, 5]), allocate(DType::F16, &[7]), allocate(DType::U8, &[13]), allocate(DType::Bf16, &[2, 3])];
+        let all: Vec<&engine::tensor::Tensor> = tensors.iter().collect();
+        assert_eq!(draw.guards_intact(&all).unwrap(), vec![Some(true); 4]);
+        let scratch = allocate(DType::U8, &[1]);
+        // one byte past the f16 tensor's end, one byte before the u8 tensor's start
+        backend.copy(tensors[1].device_address() + tensors[1].bytes() as u64, scratch.device_address(), 1).unwrap();
+        backend.copy(tensors[2].device_address() - 1, scratch.device_address(), 1).unwrap();
+        assert_eq!(draw.guards_intact(&all).unwrap(), vec![Some(true), Some(false), Some(false), Some(true)]);
+        for (tensor, intact) in tensors.iter().zip(draw.guards_intact(&all).unwrap()) {
+            assert_eq!(crate::runner::guard_check(tensor).unwrap().is_none(), intact.unwrap(), "{}", tensor.dtype);
+        }
+        assert_eq!(draw.guards_intact(&[]).unwrap(), Vec::<Option<bool>>::new());
+    }
+
+    /// A later launch's output of `REPEAT_HASHED_BYTES` or more is held to the first launch's
+    /// bytes by the hash: the same bytes pass, one changed bit in its words or in the bytes past
+    /// the last whole word does not; a smaller output is read back.
+    #[test]
+    fn a_later_launchs_large_output_is_held_to_the_first_by_the_hash() {
+        let cache = tempfile::tempdir().unwrap();
+        let backend = host_backend(cache.path());
+        let draw = DeviceDraw::anywhere(&backend, cache.path());
+        let bytes = REPEAT_HASHED_BYTES + 3;
+        let first = Generator::parse("int(0, 256)").unwrap().generate(DType::U8, bytes, 9, &Symbols::new()).unwrap();
+        let mut tensor = engine::tensor::Tensor::allocate(&backend, DType::U8, &[bytes]).unwrap();
+        tensor.write(&first).unwrap();
+        let check = draw.repeat_check(&tensor, &first).expect("hashed");
+        assert!(draw.repeats_first(&tensor, &check).unwrap());
+        for place in [12_345, bytes - 1] {
+            let mut changed = first.clone();
+            changed[place] ^= 0x10;
+            tensor.write(&changed).unwrap();
+            assert!(!draw.repeats_first(&tensor, &check).unwrap(), "byte {place} changed");
+        }
+        let small = engine::tensor::Tensor::allocate(&backend, DType::U8, &[1024]).unwrap();
+        assert!(draw.repeat_check(&small, &[0; 1024]).is_none());
+    }
+
     /// Gate 5's check of a piece's input of 64 MiB or more goes through the hash (its runs of
     /// rows taken from the whole batch's bytes in place), and a changed byte is still named.
     #[test]
@@ -868,7 +1010,7 @@ mod tests {
         let cache = tempfile::tempdir().unwrap();
         let preludes = engine::backend::preludes::Preludes::locate(&root.join("kernels"), cache.path()).unwrap();
         let path = DeviceDraw::anywhere(&NoDevice, cache.path()).source_file().unwrap();
-        let kernels = [KERNEL, HASH_KERNEL, PATCH_KERNEL];
+        let kernels = [KERNEL, HASH_KERNEL, PATCH_KERNEL, GUARDS_KERNEL];
         let source =
             KernelSource { display_path: "draw.hip".into(), path, kernels: kernels.map(String::from).to_vec(), include_dirs: Vec::new() };
         let mut compilers: Vec<Box<dyn engine::backend::StaticCompiler>> = Vec::new();
