@@ -539,6 +539,27 @@ impl Drop for Ahead {
     }
 }
 
+/// Child processes at a time where `--jobs` is not given.
+pub const DEFAULT_JOBS: usize = 4;
+
+/// Child processes a GPU run of small units takes at most where `--jobs` is not given: they
+/// share one device, whose contexts take turns, and each process beyond the second made the
+/// device's copies and launches slower than it overlapped them (issue 15's five ops on an H100:
+/// 1.00-1.13 s at 2, 1.17-1.22 s at 3, 1.32-1.35 s at 4; their summed upload 0.17, 0.38 and
+/// 0.65 s). A unit with a case of gigabytes is bound by the host's memory instead, and those
+/// side by side overlap it (the whole suite: 14.3-15.8 s at 2, 11.6-12.6 s at 4).
+pub const GPU_JOBS_FOR_SMALL_UNITS: usize = 2;
+
+/// Child processes at a time: `--jobs` where given, and on the host; on a GPU, at most
+/// `GPU_JOBS_FOR_SMALL_UNITS` and one more for each of the run's `large_units` (units with a
+/// case of gigabytes), up to `DEFAULT_JOBS`.
+pub fn gpu_jobs(settings: &Settings, large_units: usize) -> usize {
+    match settings.jobs_given {
+        true => settings.jobs,
+        false => settings.jobs.min(GPU_JOBS_FOR_SMALL_UNITS + large_units),
+    }
+}
+
 /// The whole run, each contract and each control in its own child process, `jobs` at a time.
 pub fn run_isolated(
     info: &BackendInfo,
@@ -567,7 +588,6 @@ pub fn run_isolated(
         let contract = contracts.iter().find(|k| k.op.name == control.contract).unwrap();
         units.push((contract, Some(control), vec![contract.record(&control.record).unwrap()]));
     }
-    let threads = settings.jobs.clamp(1, units.len().max(1));
     let worker_cpu_seconds = worker_cpu_seconds(settings, info, &units);
     // the host memory each unit's case of gigabytes holds at its peak (none for most), and the
     // order units start in: those first, longest first (one after another, or a few side by
@@ -581,6 +601,11 @@ pub fn run_isolated(
         })
         .collect();
     let start_order = start_order(&footprints);
+    let jobs = match info.name.as_str() {
+        "host" => settings.jobs,
+        _ => gpu_jobs(settings, footprints.iter().filter(|bytes| bytes.host > 0).count()),
+    };
+    let threads = jobs.clamp(1, units.len().max(1));
     // the processes of the first units to start, one a thread, started now (or before the
     // parent opened its backend, `Ahead`): each opens its backend (on a GPU, its device
     // context: most of a process's start-up) while the kernels build. Each started here is

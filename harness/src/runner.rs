@@ -56,6 +56,9 @@ pub struct Settings {
     pub isolated: bool,
     /// Child processes at a time (isolated runs).
     pub jobs: usize,
+    /// `jobs` was given (`--jobs`): a GPU run's default takes fewer for small units
+    /// (`isolation::gpu_jobs`).
+    pub jobs_given: bool,
     /// How long the build child may take to build every kernel (isolated runs).
     pub build_timeout_seconds: u64,
     /// Stop at the first record that fails or errors (`--fail-fast`): the records and
@@ -2364,6 +2367,7 @@ pub(crate) fn tests_settings() -> Settings {
         timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
         isolated: true,
         jobs: 1,
+        jobs_given: true,
         build_timeout_seconds: DEFAULT_BUILD_TIMEOUT_SECONDS,
         fail_fast: false,
         records: Vec::new(),

@@ -151,9 +151,10 @@ struct Flags {
     timeout: Option<u64>,
     /// Child processes at a time (each contract and each control has its own). Several at once
     /// overlap their start (a GPU context each) and let a hung record wait out its limit beside
-    /// the others; the lines and the report keep their order.
-    #[arg(long, global = true, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
-    jobs: u16,
+    /// the others; the lines and the report keep their order [default: 4; on a GPU, 2 and one
+    /// more for each contract or control with a case of gigabytes].
+    #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: Option<u16>,
     /// How long the kernel builds before the records may take, all together; a kernel still
     /// building then errors its records [default: 900].
     #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
@@ -454,7 +455,8 @@ fn settings(flags: &Flags, root: &Path, isolated: bool) -> Settings {
         strict_limits: flags.strict_limits,
         timeout_seconds: flags.timeout.unwrap_or(runner::DEFAULT_TIMEOUT_SECONDS),
         isolated,
-        jobs: flags.jobs as usize,
+        jobs: flags.jobs.map_or(isolation::DEFAULT_JOBS, usize::from),
+        jobs_given: flags.jobs.is_some(),
         build_timeout_seconds: flags.build_timeout.unwrap_or(runner::DEFAULT_BUILD_TIMEOUT_SECONDS),
         fail_fast: flags.fail_fast,
         records: flags.records.clone(),
@@ -685,7 +687,8 @@ fn run(flags: &Flags) -> Result<i32> {
         // a GPU run's first children start before this process opens the device, so that
         // their device contexts are made while its driver starts; as many as jobs, or as
         // the ops of a run without controls if fewer (the driver makes contexts one after
-        // another: an unused one delays the others)
+        // another: an unused one delays the others); by default as many as a run of small
+        // units takes (`isolation::gpu_jobs`), and the run starts more where it takes more
         let early = match flags.backend {
             BackendChoice::Cuda if settings.isolated => Some("cuda"),
             BackendChoice::Hip if settings.isolated => Some("hip"),
@@ -693,7 +696,8 @@ fn run(flags: &Flags) -> Result<i32> {
         };
         let ahead = match early {
             Some(name) => {
-                let jobs = if flags.no_controls && !flags.only.is_empty() { settings.jobs.min(flags.only.len()) } else { settings.jobs };
+                let jobs = isolation::gpu_jobs(&settings, 0);
+                let jobs = if flags.no_controls && !flags.only.is_empty() { jobs.min(flags.only.len()) } else { jobs };
                 isolation::Ahead::start(&child_command(flags, &settings, name)?, jobs.max(1))
             }
             None => isolation::Ahead::none(),
@@ -1000,7 +1004,7 @@ fn mutate(flags: &Flags, root: &Path, sample: Option<usize>, list: bool, operato
         cache_dir: cache.canonicalize().unwrap_or(cache),
         backend: backend_name.to_string(),
         warp_size: flags.warp_size,
-        jobs: flags.jobs as usize,
+        jobs: flags.jobs.map_or(isolation::DEFAULT_JOBS, usize::from),
         work: work.path().to_path_buf(),
         extra_args,
     };
