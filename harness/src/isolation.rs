@@ -1959,6 +1959,18 @@ mod tests {
     use super::*;
     use crate::gates::Metrics;
 
+    /// A GPU run's default jobs: two for small units and one more for each unit with a case of
+    /// gigabytes, up to the default; `--jobs` as given.
+    #[test]
+    fn a_gpu_runs_default_jobs_follow_its_units_of_gigabytes_and_given_jobs_stand() {
+        let default = Settings { jobs: DEFAULT_JOBS, jobs_given: false, ..runner::tests_settings() };
+        assert_eq!([0, 1, 2, 5].map(|large| gpu_jobs(&default, large)), [2, 3, 4, 4]);
+        for jobs in [1, 4, 8] {
+            let given = Settings { jobs, jobs_given: true, ..runner::tests_settings() };
+            assert_eq!([0, 5].map(|large| gpu_jobs(&given, large)), [jobs, jobs]);
+        }
+    }
+
     #[test]
     fn a_dead_child_is_named_by_its_signal_or_exit_status() {
         let cause = |raw| end_cause(ExitStatus::from_raw(raw)).1;
