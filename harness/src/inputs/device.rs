@@ -42,6 +42,12 @@ pub const HASHED_ON_DEVICE_BYTES: usize = 64 << 20;
 /// bytes on all cores.
 pub const REPEAT_HASHED_BYTES: usize = 16 << 20;
 
+/// Bytes of a guard band each thread of `kc_guards` compares (a band's 64 KiB over 64 blocks).
+const GUARD_BYTES_A_THREAD: u64 = 4;
+
+/// The most guard bands one `kc_guards` launch compares (its grid's rows); more are read back.
+const MOST_GUARD_BANDS: usize = 65_535;
+
 /// Blocks of a hash's launch: about as many threads as an H100 keeps resident, and a sum of
 /// each thread's to read back (2 MiB).
 const HASH_BLOCKS: u64 = 1024;
@@ -392,26 +398,27 @@ impl<'a> DeviceDraw<'a> {
             }
         }
         let mut intact: Vec<Option<bool>> = vec![None; tensors.len()];
-        if owners.is_empty() {
+        if owners.is_empty() || owners.len() > MOST_GUARD_BANDS {
             return Ok(intact);
         }
         let module = self.module()?;
-        let descriptors: Vec<u8> = bands.iter().flat_map(|word| word.to_le_bytes()).collect();
-        let counts_bytes = owners.len() * BLOCK_THREADS as usize * 4;
-        let mut buffer = self.backend.allocate(descriptors.len() + counts_bytes).map_err(text)?;
-        buffer.write(0, &descriptors).map_err(text)?;
-        let args = [KernelArg::Pointer(buffer.device_address()), KernelArg::Pointer(buffer.device_address() + descriptors.len() as u64)];
-        let dims = LaunchDims { grid: [owners.len() as u32, 1, 1], block: [BLOCK_THREADS, 1, 1], dynamic_shared: 0 };
+        // the bands' descriptors, then a zero count for each, sent in one copy
+        let mut sent: Vec<u8> = bands.iter().flat_map(|word| word.to_le_bytes()).collect();
+        let counts_at = sent.len();
+        sent.resize(counts_at + owners.len() * 4, 0);
+        let mut buffer = self.backend.allocate(sent.len()).map_err(text)?;
+        buffer.write(0, &sent).map_err(text)?;
+        let args = [KernelArg::Pointer(buffer.device_address()), KernelArg::Pointer(buffer.device_address() + counts_at as u64)];
+        let blocks_a_band = (GUARD_BYTES as u64).div_ceil(BLOCK_THREADS as u64 * GUARD_BYTES_A_THREAD) as u32;
+        let dims = LaunchDims { grid: [blocks_a_band, owners.len() as u32, 1], block: [BLOCK_THREADS, 1, 1], dynamic_shared: 0 };
         module
             .launch(GUARDS_KERNEL, dims, Schedule::default(), &args)
             .map_err(|e| format!("the harness's guard band check: {}", text(e)))?;
-        let mut counts = vec![0u8; counts_bytes];
-        buffer.read(descriptors.len(), &mut counts).map_err(text)?;
-        let per_band = counts.chunks_exact(BLOCK_THREADS as usize * 4);
+        let mut counts = vec![0u8; owners.len() * 4];
+        buffer.read(counts_at, &mut counts).map_err(text)?;
         let mut bands_seen = vec![0usize; tensors.len()];
-        for (&owner, band) in owners.iter().zip(per_band) {
-            let clean = band.chunks_exact(4).all(|count| count == [0; 4]);
-            intact[owner] = Some(intact[owner].unwrap_or(true) && clean);
+        for (&owner, count) in owners.iter().zip(counts.chunks_exact(4)) {
+            intact[owner] = Some(intact[owner].unwrap_or(true) && count == [0; 4]);
             bands_seen[owner] += 1;
         }
         // a tensor with one band compared and the other not is read back
