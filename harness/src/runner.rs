@@ -1959,9 +1959,9 @@ fn run_case(
     // shapes also means: nothing written outside any tensor, no input changed
     let mut broken = std::collections::BTreeSet::new();
     let mut unchanged_inputs = Vec::new();
-    let guards = guard_checks(&op.tensors.iter().map(|spec| &tensors[spec.name]).collect::<Vec<_>>(), device.as_ref())?;
-    for (spec, guard) in op.tensors.iter().zip(guards) {
+    for spec in op.tensors {
         let tensor = &tensors[spec.name];
+        let guard = guard_check(tensor).map_err(text)?;
         let guarded = guard.is_none();
         if let Some(failure) = guard {
             failures.push((Gate::Shapes, spec.name.to_string(), kept_note(failure, kept_inputs.contains(&spec.name))));
@@ -2080,20 +2080,6 @@ fn kept_note(failure: Failure, kept: bool) -> Failure {
         failure.message
     );
     Failure { message, ..failure }
-}
-
-/// `guard_check` of each of `tensors`: on a GPU their bands are compared on the device in one
-/// launch first (`DeviceDraw::guards_intact`), where each tensor's two bands of 64 KiB read back
-/// were 3,100 of the 10,400 reads of issue 15's five ops on an H100 (0.1 s of their 0.86 s of
-/// cases in one process, and as many again in gate 5's pieces); a tensor whose bands the
-/// device finds written, or does not compare, is read back for its failure.
-pub(crate) fn guard_checks(tensors: &[&Tensor], device: Option<&DeviceDraw>) -> Result<Vec<Option<Failure>>, String> {
-    let intact = match device {
-        Some(device) => device.guards_intact(tensors)?,
-        None => vec![None; tensors.len()],
-    };
-    let read_back = |tensor: &Tensor| guard_check(tensor).map_err(|e| error_chain(&e));
-    tensors.iter().zip(intact).map(|(tensor, intact)| if intact == Some(true) { Ok(None) } else { read_back(tensor) }).collect()
 }
 
 /// Gate 3's check that nothing was written outside a tensor: its guard bands as they were

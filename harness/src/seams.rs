@@ -279,14 +279,11 @@ fn run_plans(
             }
             // the whole batch's launch had its own tensors' guard bands and inputs checked
             // (gate 3); a piece's kernel may overrun or write rows only a piece of its size has
-            let unguarded: Vec<&str> = rows_of.iter().copied().filter(|name| !walls.contains_key(&(*name, Wall::Guard))).collect();
-            let guards = crate::runner::guard_checks(&unguarded.iter().map(|name| &tensors[*name]).collect::<Vec<_>>(), batch.device)?;
-            let mut guards: BTreeMap<&str, Option<Failure>> = unguarded.into_iter().zip(guards).collect();
             for name in rows_of {
                 let tensor = &tensors[*name];
                 let mut broken = Vec::new();
-                if let Some(guard) = guards.remove(name) {
-                    broken.push((Wall::Guard, guard));
+                if !walls.contains_key(&(*name, Wall::Guard)) {
+                    broken.push((Wall::Guard, crate::runner::guard_check(tensor).map_err(text)?));
                 }
                 if let (false, Some(whole)) = (walls.contains_key(&(*name, Wall::Input)), batch.inputs.get(*name)) {
                     let row_bytes = shapes[*name][1..].iter().product::<usize>() * dtypes[*name].size();

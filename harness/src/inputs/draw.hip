@@ -1,7 +1,6 @@
 // The harness's own kernels, built by a GPU backend's compiler like any kernel's: the input
-// generators (kc_draw), the keyed hash gate 3 checks a large input with (kc_hash), the
-// store of the words the host's modifiers changed in an input drawn here (kc_patch), and
-// gate 3's comparison of a case's guard bands with their patterns (kc_guards).
+// generators (kc_draw), the keyed hash gate 3 checks a large input with (kc_hash), and the
+// store of the words the host's modifiers changed in an input drawn here (kc_patch).
 //
 // kc_draw: the harness's input generators on a device, the bytes `Generator::generate` makes on the
 // host (harness/src/inputs.rs), element for element. A GPU-only case's tables are 2 to 2.2 G
@@ -147,23 +146,4 @@ extern "C" __global__ void kc_patch(void* data, const void* places, const void* 
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
     ((unsigned long long*)data)[place[i]] = value[i];
   }
-}
-
-// Gate 3's check that nothing was written outside a case's tensors, all their guard bands in
-// one launch (where two reads of 64 KiB a tensor, each a round trip to the device, were most of
-// a small case's checks). Band y (blockIdx.y): bands[3y] its address, bands[3y + 1] its length
-// in bytes, bands[3y + 2] one element of its guard pattern repeated to 8 bytes (an element's
-// size divides 8, and a band starts at an element); the blocks of a row of the grid share its
-// bytes, each thread a few (one block a band, 256 bytes a thread, waited on each load in turn:
-// 0.5 ms a case on an H100), and add how many differ to counts[y] (zero when sent).
-extern "C" __global__ void kc_guards(const void* bands, void* counts) {
-  const unsigned long long* band = (const unsigned long long*)bands + 3ull * blockIdx.y;
-  const unsigned char* data = (const unsigned char*)band[0];
-  unsigned long long bytes = band[1], pattern = band[2];
-  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-  unsigned int differ = 0;
-  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < bytes; i += stride) {
-    differ += data[i] != (unsigned char)(pattern >> (8 * (i % 8))) ? 1u : 0u;
-  }
-  if (differ != 0) atomicAdd((unsigned int*)counts + blockIdx.y, differ);
 }
