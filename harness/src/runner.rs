@@ -2471,6 +2471,26 @@ past = { n = "a test's contract", k = "a test's contract" }
 odd_multiple = { k = "a test's contract" }
 "#;
 
+    /// The rows of `watched`'s table its ids name, into its output: what a correct gather
+    /// makes, but for the last element of an output of `REPEAT_HASHED_BYTES` or more where
+    /// `leave_last` (left as the launch's poison); the table's address.
+    fn gather_rows(watched: &[engine::backend::WatchedTensor], leave_last: bool) -> u64 {
+        let find = |name: &str| watched.iter().find(|w| w.name == name).expect("watched");
+        let (table, ids, out) = (find("table"), find("ids"), find("out"));
+        let (n, k) = (ids.bytes as usize / 4, out.bytes as usize / ids.bytes as usize);
+        let left = if leave_last && out.bytes as usize >= crate::inputs::device::REPEAT_HASHED_BYTES { 4 } else { 0 };
+        for i in 0..n {
+            let row_bytes = if i == n - 1 { k * 4 - left } else { k * 4 };
+            // SAFETY: the host backends' device addresses are their buffers' host addresses,
+            // alive for the launch; the ids are within the table (the oracle agrees)
+            unsafe {
+                let id = *(ids.data as *const i32).add(i) as usize;
+                std::ptr::copy_nonoverlapping((table.data as *const u8).add(id * k * 4), (out.data as *mut u8).add(i * k * 4), row_bytes);
+            }
+        }
+        table.data
+    }
+
     /// The gather a correct kernel makes, noting the table's address each launch.
     struct Gather(KernelSource, std::sync::Mutex<Vec<u64>>);
 
@@ -2486,20 +2506,120 @@ odd_multiple = { k = "a test's contract" }
             _: &[engine::backend::KernelArg],
             watched: &[engine::backend::WatchedTensor],
         ) -> Result<engine::backend::LaunchReport, engine::EngineError> {
-            let find = |name: &str| watched.iter().find(|w| w.name == name).expect("watched");
-            let (table, ids, out) = (find("table"), find("ids"), find("out"));
-            let (n, k) = (ids.bytes as usize / 4, out.bytes as usize / ids.bytes as usize);
-            for i in 0..n {
-                // SAFETY: the memory backend's device addresses are its buffers' host addresses,
-                // alive for the launch; the ids are within the table (the oracle agrees)
-                unsafe {
-                    let id = *(ids.data as *const i32).add(i) as usize;
-                    std::ptr::copy_nonoverlapping((table.data as *const u8).add(id * k * 4), (out.data as *mut u8).add(i * k * 4), k * 4);
-                }
-            }
-            self.1.lock().unwrap().push(table.data);
+            self.1.lock().unwrap().push(gather_rows(watched, false));
             Ok(engine::backend::LaunchReport::default())
         }
+    }
+
+    /// A gather that leaves the last element of a large output unwritten where `.1`.
+    struct GatherLeaving(KernelSource, bool);
+
+    impl Module for GatherLeaving {
+        fn source(&self) -> &KernelSource {
+            &self.0
+        }
+        fn launch_watched(
+            &self,
+            _: &str,
+            _: engine::backend::LaunchDims,
+            _: Schedule,
+            _: &[engine::backend::KernelArg],
+            watched: &[engine::backend::WatchedTensor],
+        ) -> Result<engine::backend::LaunchReport, engine::EngineError> {
+            gather_rows(watched, self.1);
+            Ok(engine::backend::LaunchReport::default())
+        }
+    }
+
+    /// The host backend answering to a GPU's name, so that the runner takes its device paths
+    /// (the harness's own kernels, `kc_hash` among them, built and run by the host's SIMT
+    /// runtime, on the host memory its buffers are); it counts the buffers of 2 MiB it hands
+    /// out, which only a hash's partial sums are here.
+    struct HostAnsweringAsGpu(engine::backend::host::HostBackend, std::sync::atomic::AtomicUsize);
+
+    impl Backend for HostAnsweringAsGpu {
+        fn name(&self) -> &'static str {
+            "cuda"
+        }
+        fn arch(&self) -> String {
+            self.0.arch()
+        }
+        fn toolchain(&self) -> String {
+            self.0.toolchain()
+        }
+        fn device_memory(&self) -> Option<u64> {
+            None
+        }
+        fn allocate(&self, bytes: usize) -> Result<Box<dyn engine::backend::DeviceBuffer>, engine::EngineError> {
+            if bytes == 2 << 20 {
+                self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            self.0.allocate(bytes)
+        }
+        fn load_module(&self, source: &KernelSource) -> Result<Arc<dyn Module>, engine::EngineError> {
+            self.0.load_module(source)
+        }
+        fn copy(&self, to: u64, from: u64, bytes: usize) -> Result<(), engine::EngineError> {
+            self.0.copy(to, from, bytes)
+        }
+    }
+
+    /// On a GPU, a 16 MiB output's later launches are held to its first by the device's hash:
+    /// a correct gather passes with its repeats hashed, not read back; one that leaves the last
+    /// element unwritten differs there from launch to launch (each launch's poison), and gate 2
+    /// reads the launches back and names the element as it does for launches read whole.
+    #[test]
+    fn a_large_outputs_repeats_are_hashed_on_a_gpu_and_an_unwritten_element_is_still_named() {
+        let cache = tempfile::tempdir().unwrap();
+        let settings = Settings { cache_dir: cache.path().to_path_buf(), ..tests_settings() };
+        let text = KEPT_TABLE_CONTRACT
+            .replace("{ n = 2, k = 4096, vocab = 4097 }", "{ n = 1024, k = 4096, vocab = 16 }")
+            .replace(r#"past = { n = "a test's contract""#, r#"past = { vocab = "a test's contract", n = "a test's contract""#);
+        let contract = Contract::parse("contracts/tf_embed_dense.toml", &text).unwrap();
+        let options = engine::backend::host::HostOptions {
+            prelude: settings.kernels_dir.join("host/prelude.h"),
+            cache_dir: cache.path().join("host"),
+            workers: 2,
+            warp_size: 32,
+        };
+        let backend = HostAnsweringAsGpu(engine::backend::host::HostBackend::new(options).unwrap(), Default::default());
+        let gates = [Gate::Nonfinite, Gate::Repeat, Gate::Shapes];
+        let no_modules = builds::Built::new();
+        let context = RunContext {
+            backend: &backend,
+            settings: &settings,
+            gates_run: &gates,
+            reference: None,
+            reference_modules: &no_modules,
+            on_case: None,
+            watcher: None,
+        };
+        let source = KernelSource { path: "x.hip".into(), display_path: "x.hip".into(), kernels: vec![], include_dirs: vec![] };
+        let run = |leave_last: bool| {
+            let loaded = Loaded {
+                module: Ok(Some(Arc::new(GatherLeaving(source.clone(), leave_last)) as Arc<dyn Module>)),
+                checker: builds::load_checker(&settings, &contract, None, &builds::Built::new()),
+            };
+            let mut inputs = InputCache::default();
+            inputs.will_run(&contract, &[&contract.records[0]]);
+            run_record(&context, &contract, &contract.records[0], &loaded, None, &mut inputs)
+        };
+        let result = run(false);
+        assert!(matches!(result.outcome, Outcome::Pass), "{:?} {:?}", result.failures, result.error);
+        let hashed = backend.1.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(hashed >= 2, "the large case's second and third launches hashed: {hashed}");
+        let result = run(true);
+        let failure = result.failures.iter().find(|f| f.gate == Gate::Repeat).expect("red at repeat");
+        assert_eq!((failure.case_index, failure.tensor.as_str()), (1, "out"));
+        assert!(
+            failure
+                .failure
+                .message
+                .starts_with("1 of 4,194,304 elements unwritten (equal to the poison on all 3 launches), first [1023, 4095]"),
+            "{}",
+            failure.failure.message
+        );
+        assert!(backend.1.load(std::sync::atomic::Ordering::Relaxed) > hashed, "hashed, then read back");
     }
 
     #[test]
