@@ -2491,8 +2491,9 @@ odd_multiple = { k = "a test's contract" }
         table.data
     }
 
-    /// The gather a correct kernel makes, noting the table's address each launch.
-    struct Gather(KernelSource, std::sync::Mutex<Vec<u64>>);
+    /// The gather a correct kernel makes (but for a large output's last element where `.2`,
+    /// `gather_rows`), noting the table's address each launch.
+    struct Gather(KernelSource, std::sync::Mutex<Vec<u64>>, bool);
 
     impl Module for Gather {
         fn source(&self) -> &KernelSource {
@@ -2506,27 +2507,7 @@ odd_multiple = { k = "a test's contract" }
             _: &[engine::backend::KernelArg],
             watched: &[engine::backend::WatchedTensor],
         ) -> Result<engine::backend::LaunchReport, engine::EngineError> {
-            self.1.lock().unwrap().push(gather_rows(watched, false));
-            Ok(engine::backend::LaunchReport::default())
-        }
-    }
-
-    /// A gather that leaves the last element of a large output unwritten where `.1`.
-    struct GatherLeaving(KernelSource, bool);
-
-    impl Module for GatherLeaving {
-        fn source(&self) -> &KernelSource {
-            &self.0
-        }
-        fn launch_watched(
-            &self,
-            _: &str,
-            _: engine::backend::LaunchDims,
-            _: Schedule,
-            _: &[engine::backend::KernelArg],
-            watched: &[engine::backend::WatchedTensor],
-        ) -> Result<engine::backend::LaunchReport, engine::EngineError> {
-            gather_rows(watched, self.1);
+            self.1.lock().unwrap().push(gather_rows(watched, self.2));
             Ok(engine::backend::LaunchReport::default())
         }
     }
@@ -2597,7 +2578,7 @@ odd_multiple = { k = "a test's contract" }
         let source = KernelSource { path: "x.hip".into(), display_path: "x.hip".into(), kernels: vec![], include_dirs: vec![] };
         let run = |leave_last: bool| {
             let loaded = Loaded {
-                module: Ok(Some(Arc::new(GatherLeaving(source.clone(), leave_last)) as Arc<dyn Module>)),
+                module: Ok(Some(Arc::new(Gather(source.clone(), Default::default(), leave_last)) as Arc<dyn Module>)),
                 checker: builds::load_checker(&settings, &contract, None, &builds::Built::new()),
             };
             let mut inputs = InputCache::default();
@@ -2627,7 +2608,7 @@ odd_multiple = { k = "a test's contract" }
         let settings = tests_settings();
         let contract = Contract::parse("contracts/tf_embed_dense.toml", KEPT_TABLE_CONTRACT).unwrap();
         let source = KernelSource { path: "x.hip".into(), display_path: "x.hip".into(), kernels: vec![], include_dirs: vec![] };
-        let module = Arc::new(Gather(source, Default::default()));
+        let module = Arc::new(Gather(source, Default::default(), false));
         let loaded = Loaded {
             module: Ok(Some(module.clone() as Arc<dyn Module>)),
             checker: builds::load_checker(&settings, &contract, None, &builds::Built::new()),
