@@ -222,8 +222,8 @@ pub struct OutputGates {
 /// goes to its own whole-output function after the pass, so what it says of a failing output
 /// (count, first element, message) is what that function says. Gate 3's slices are
 /// [`compare`]'s, so its figures are too, bit for bit. `repeats_proven`: the later launches
-/// were found on the device to repeat the first's bytes over poisons that differ from its
-/// (`launches` holds the first alone, and gate 2 has passed).
+/// were found on the device to repeat the first's bytes over poisons that differ from the
+/// first's (`launches` holds the first alone, and gate 2 has passed).
 #[allow(clippy::too_many_arguments)]
 pub fn output_gates(
     dtype: DType,
