@@ -2471,6 +2471,12 @@ past = { n = "a test's contract", k = "a test's contract" }
 odd_multiple = { k = "a test's contract" }
 "#;
 
+    /// A context that runs gates 1 to 3 on `backend`, with no reference backend or watcher.
+    fn gates_1_to_3<'a>(backend: &'a dyn Backend, settings: &'a Settings, no_modules: &'a builds::Built) -> RunContext<'a> {
+        const GATES: [Gate; 3] = [Gate::Nonfinite, Gate::Repeat, Gate::Shapes];
+        RunContext { backend, settings, gates_run: &GATES, reference: None, reference_modules: no_modules, on_case: None, watcher: None }
+    }
+
     /// The rows of `watched`'s table its ids name, into its output: what a correct gather
     /// makes, but for the last element of an output of `REPEAT_HASHED_BYTES` or more where
     /// `leave_last` (left as the launch's poison); the table's address.
@@ -2564,17 +2570,8 @@ odd_multiple = { k = "a test's contract" }
             warp_size: 32,
         };
         let backend = HostAnsweringAsGpu(engine::backend::host::HostBackend::new(options).unwrap(), Default::default());
-        let gates = [Gate::Nonfinite, Gate::Repeat, Gate::Shapes];
         let no_modules = builds::Built::new();
-        let context = RunContext {
-            backend: &backend,
-            settings: &settings,
-            gates_run: &gates,
-            reference: None,
-            reference_modules: &no_modules,
-            on_case: None,
-            watcher: None,
-        };
+        let context = gates_1_to_3(&backend, &settings, &no_modules);
         let source = KernelSource { path: "x.hip".into(), display_path: "x.hip".into(), kernels: vec![], include_dirs: vec![] };
         let run = |leave_last: bool| {
             let loaded = Loaded {
@@ -2614,17 +2611,8 @@ odd_multiple = { k = "a test's contract" }
             checker: builds::load_checker(&settings, &contract, None, &builds::Built::new()),
         };
         let backend = engine::backend::memory::Memory;
-        let gates = [Gate::Nonfinite, Gate::Repeat, Gate::Shapes];
         let no_modules = builds::Built::new();
-        let context = RunContext {
-            backend: &backend,
-            settings: &settings,
-            gates_run: &gates,
-            reference: None,
-            reference_modules: &no_modules,
-            on_case: None,
-            watcher: None,
-        };
+        let context = gates_1_to_3(&backend, &settings, &no_modules);
         let (first, second) = (&contract.records[0], &contract.records[1]);
         let mut inputs = InputCache::default();
         inputs.will_run(&contract, &[first, second]);
