@@ -401,8 +401,9 @@ impl ProcessState {
         let added = |now: &BTreeSet<i32>, then: &BTreeSet<i32>| now.difference(then).count();
         let why = if self.threads != first.threads {
             format!(
-                "{} thread(s) it did not start with, {} of its own gone",
+                "{} thread(s) it did not start with{}, {} of its own gone",
                 added(&self.threads, &first.threads),
+                thread_names(self.threads.difference(&first.threads)),
                 added(&first.threads, &self.threads)
             )
         } else if self.descriptors != first.descriptors {
@@ -432,6 +433,19 @@ impl ProcessState {
         };
         Some(why)
     }
+}
+
+/// ` (cuda-EvtHandlr, ...)`: the names of the first few of `threads` that are still there to
+/// ask, so that a worker retired for them says whose they were (a GPU driver's late threads,
+/// a library's pool); nothing where none answers.
+fn thread_names<'a>(threads: impl Iterator<Item = &'a i32>) -> String {
+    const NAMED: usize = 4;
+    let names: Vec<String> = threads
+        .take(NAMED)
+        .filter_map(|tid| std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok())
+        .map(|name| name.trim_end().to_string())
+        .collect();
+    if names.is_empty() { String::new() } else { format!(" ({})", names.join(", ")) }
 }
 
 /// The bytes the process's address space spans now (`VmSize`).
@@ -480,8 +494,24 @@ mod tests {
             changed(&|s| {
                 s.threads.insert(i32::MAX);
             })
-            .starts_with("1 thread(s) it did not start with")
+            .starts_with("1 thread(s) it did not start with, 0 of its own gone")
         );
+        // a live thread is named by what it calls itself; one gone (or never there) is not
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let named = std::thread::Builder::new()
+            .name("kc-late-pool".into())
+            .spawn(move || {
+                // SAFETY: gettid has no preconditions
+                tid_tx.send(unsafe { libc::gettid() }).unwrap();
+                let _ = stop_rx.recv();
+            })
+            .unwrap();
+        let tid = tid_rx.recv().unwrap();
+        assert_eq!(thread_names([tid, i32::MAX].iter()), " (kc-late-pool)");
+        stop_tx.send(()).unwrap();
+        named.join().unwrap();
+        assert_eq!(thread_names([i32::MAX].iter()), "");
         assert!(
             changed(&|s| {
                 s.descriptors.insert((900, "/tmp/x".into()));
