@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 23, call 24: session 22's call 23 (22-round-trips/gpu-guards.sh), which did not run,
+# Session 23, call 24: session 22's call 23 (its gpu-guards.sh, which did not run and is gone),
 # with H (3f7a2bc and the names of a retired worker's new threads; guard bands read back as in A) beside M (kc_guards over 64 blocks a band)
 # and A (b55a560). First a kernel that leaves the last element of tf_add's 16 MiB case unwritten:
 # its launches differ there, which H's device hash must see, read back and name as A does.
