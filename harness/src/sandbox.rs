@@ -437,13 +437,14 @@ impl ProcessState {
 
 /// ` (cuda-EvtHandlr, ...)`: the names of the first few of `threads` that are still there to
 /// ask, so that a worker retired for them says whose they were (a GPU driver's late threads,
-/// a library's pool); nothing where none answers.
+/// a library's pool); nothing where none answers. A name is the thread's own choice (any
+/// bytes but NUL): escaped, so none can start a line of the run's output.
 fn thread_names<'a>(threads: impl Iterator<Item = &'a i32>) -> String {
     const NAMED: usize = 4;
     let names: Vec<String> = threads
         .take(NAMED)
         .filter_map(|tid| std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok())
-        .map(|name| name.trim_end().to_string())
+        .map(|name| name.strip_suffix('\n').unwrap_or(&name).escape_debug().to_string())
         .collect();
     if names.is_empty() { String::new() } else { format!(" ({})", names.join(", ")) }
 }
@@ -512,6 +513,21 @@ mod tests {
         stop_tx.send(()).unwrap();
         named.join().unwrap();
         assert_eq!(thread_names([i32::MAX].iter()), "");
+        // a name with a line break in it stays on its line
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let named = std::thread::spawn(move || {
+            let name = std::ffi::CString::new("x\nSUMMARY ok").unwrap();
+            // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes, this thread's
+            unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+            // SAFETY: gettid has no preconditions
+            tid_tx.send(unsafe { libc::gettid() }).unwrap();
+            let _ = stop_rx.recv();
+        });
+        let tid = tid_rx.recv().unwrap();
+        assert_eq!(thread_names([tid].iter()), " (x\\nSUMMARY ok)");
+        stop_tx.send(()).unwrap();
+        named.join().unwrap();
         assert!(
             changed(&|s| {
                 s.descriptors.insert((900, "/tmp/x".into()));
