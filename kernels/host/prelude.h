@@ -44,10 +44,12 @@
 // block's shared memory. The runtime itself is not instrumented.
 // clang instruments atomics even under no_sanitize("thread") (the runtime's own atomics would
 // then call the entry points that call them): it needs its stronger attribute too.
+// The runtime's own array indexing is not checked either (-fsanitize=bounds, see
+// index_out_of_bounds): only kernel code's.
 #if defined(__clang__)
-#define SIMT_NOSAN __attribute__((no_sanitize("thread"), disable_sanitizer_instrumentation))
+#define SIMT_NOSAN __attribute__((no_sanitize("thread", "array-bounds"), disable_sanitizer_instrumentation))
 #else
-#define SIMT_NOSAN __attribute__((no_sanitize("thread")))
+#define SIMT_NOSAN __attribute__((no_sanitize("thread", "bounds")))
 #endif
 
 // ---------------------------------------------------------------- dialect
@@ -342,10 +344,11 @@ struct simt_finding {
   unsigned long long other_pc;      // the earlier access of a race
   unsigned other_block;             // its block's linear index (a race on a tensor element)
   unsigned shared;                  // a misaligned access: 1 when `place` is a shared variable (-1 the dynamic pool)
+  unsigned line, column;            // an index past an array's size: where the compiler says the index is
 };
 enum {
   SIMT_F_OOB_READ, SIMT_F_OOB_WRITE, SIMT_F_SHARED_OOB, SIMT_F_SHARED_UNWRITTEN, SIMT_F_SHARED_RACE,
-  SIMT_F_INPUT_WRITE, SIMT_F_GLOBAL_RACE, SIMT_F_MISALIGNED, SIMT_F_KINDS
+  SIMT_F_INPUT_WRITE, SIMT_F_GLOBAL_RACE, SIMT_F_MISALIGNED, SIMT_F_ARRAY_INDEX, SIMT_F_KINDS
 };
 struct simt_config {
   unsigned grid[3], block[3];
@@ -1214,6 +1217,42 @@ SIMT_NOSAN __attribute__((noinline, cold)) static void misaligned(const volatile
   abandon_block(s, me);
 }
 
+// An index of an array whose size the source declares, past that size (or negative), as
+// -fsanitize=bounds reports it before the access: the accesses above check tensors and shared
+// memory by address, but a thread's own local arrays live on its fiber's stack, which they
+// leave alone, so `float acc[8]` indexed at 8 (a loop's `<=`, an array declared one short)
+// clobbered a neighbouring local and passed wherever that did not reach an output. On a GPU
+// such an index reads or writes whatever local memory lies there. The block stops here,
+// before the access: past a local array a write would overwrite the fiber's own frames.
+// `data` is the compiler's: the source location, then the array's and the index's type
+// descriptors ({kind, info, name}: an integer's info is log2(bits) << 1 | signed); an index
+// of at most 64 bits is passed as its value.
+struct simt_ubsan_type { uint16_t kind, info; char name[1]; };
+struct simt_ubsan_bounds { const char* file; uint32_t line, column; const simt_ubsan_type* array; const simt_ubsan_type* index; };
+SIMT_NOSAN __attribute__((noinline, cold)) static void index_out_of_bounds(const void* data, uintptr_t value, void* ret) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (!on_fiber_stack(sp)) return;
+  Fiber* me = self(); Scheduler* s = me->scheduler;
+  if (!s->checking) return;
+  const simt_ubsan_bounds* d = (const simt_ubsan_bounds*)data;
+  unsigned info = d->index->info, bits = 1u << (info >> 1);
+  long long index = (long long)value;
+  if (bits > 64) index = *(const long long*)value;   // passed by address: its low 64 bits
+  else if ((info & 1) && bits < 64) index = (long long)(value << (64 - bits)) >> (64 - bits);
+  else if (!(info & 1) && bits < 64) index = (long long)(value & ((1ull << bits) - 1));
+  // the array's size from its type's name: GCC's `'float [8]'`, clang's `'float[8]'`
+  // (`'float [4][8]'`: the first [])
+  long long size = -1;
+  for (const char* c = d->array->name; *c; c++) {
+    if (c[0] == '[' && c[1] >= '0' && c[1] <= '9') { size = strtoll(c + 1, nullptr, 10); break; }
+  }
+  simt_finding& f = s->result->findings[SIMT_F_ARRAY_INDEX];
+  record(s, SIMT_F_ARRAY_INDEX, size, index, 0, 0, ret);
+  if (f.count == 1) { f.line = d->line; f.column = d->column; }
+  s->block.stopped = 1;
+  abandon_block(s, me);
+}
+
 // The access checks of an entry point for a naturally aligned access of `bytes`.
 SIMT_NOSAN __attribute__((always_inline)) static inline void check_aligned(const volatile void* p, size_t bytes, unsigned access, void* ret) {
   check_access(p, bytes, access, ret);
@@ -1252,6 +1291,14 @@ extern "C" SIMT_TSAN void* __tsan_memmove(void* d, const void* p, size_t n) {
 extern "C" SIMT_TSAN void* __tsan_memset(void* d, int c, size_t n) {
   simt::check_access(d, n, simt::WRITE, __builtin_return_address(0));
   return memset(d, c, n);
+}
+// -fsanitize=bounds's report of an index past an array's declared size (the compiler's
+// declaration is `void (void*, void*)`); `_abort` where recovery is off.
+extern "C" SIMT_TSAN void __ubsan_handle_out_of_bounds(void* data, void* index) {
+  simt::index_out_of_bounds(data, (uintptr_t)index, __builtin_return_address(0));
+}
+extern "C" SIMT_TSAN void __ubsan_handle_out_of_bounds_abort(void* data, void* index) {
+  simt::index_out_of_bounds(data, (uintptr_t)index, __builtin_return_address(0));
 }
 extern "C" SIMT_TSAN void __tsan_init() {}
 extern "C" SIMT_TSAN void __tsan_func_entry(void*) {}

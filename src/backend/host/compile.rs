@@ -178,6 +178,10 @@ impl HostCompiler {
 
     fn flags(&self, warp_size: u32, mode: BuildMode) -> Vec<String> {
         let mut flags: Vec<String> = FLAGS.iter().map(|s| s.to_string()).collect();
+        // an index past an array's declared size calls the prelude's handler: a thread's local
+        // arrays lie on its stack, which the access checks leave alone (clang's `bounds` would
+        // add `local-bounds`, which traps instead of calling)
+        flags.push(if self.is_gcc { "-fsanitize=bounds" } else { "-fsanitize=array-bounds" }.into());
         if self.is_gcc {
             flags.push("-fno-extern-tls-init".into());
             flags.push("--param=tsan-instrument-func-entry-exit=0".into());

@@ -59,16 +59,33 @@ pub fn shared_layout(library: &Path, source: &KernelSource) -> Result<SharedLayo
     Ok(SharedLayout { vars, dynamic })
 }
 
-/// Source lines of return addresses in one module, looked up once each.
+/// Source lines of return addresses in one module, looked up once each, and the source's
+/// text (an index past an array's size is named from it).
 pub struct FindingSites {
     library: PathBuf,
     display_path: String,
+    text: String,
     known: Mutex<HashMap<u64, String>>,
 }
 
 impl FindingSites {
-    pub fn new(library: &Path, display_path: &str) -> FindingSites {
-        FindingSites { library: library.to_path_buf(), display_path: display_path.to_string(), known: Mutex::new(HashMap::new()) }
+    pub fn new(library: &Path, source: &KernelSource) -> FindingSites {
+        FindingSites {
+            library: library.to_path_buf(),
+            display_path: source.display_path.clone(),
+            text: std::fs::read_to_string(&source.path).unwrap_or_default(),
+            known: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The array an index past its size was taken of, as the kernel's own source writes it at
+    /// the compiler's line and column (`acc`, `tile[row]`): none where the access is in
+    /// another file (a header's helper) or the text there is not an index.
+    fn indexed_array(&self, f: &SimtFinding) -> Option<IndexedArray> {
+        if !self.site(f.pc).starts_with(&format!("{}:", self.display_path)) {
+            return None;
+        }
+        indexed_array(&self.text, f.line, f.column)
     }
 
     /// `kernels/x.hip:21`, or `kernels/common.h:40 (inlined at kernels/x.hip:21)` when the
@@ -116,9 +133,87 @@ fn tensor_name(f: &SimtFinding, tensors: &[WatchedTensor]) -> String {
     tensors.get(f.place as usize).map_or_else(|| "memory".to_string(), |t| t.name.to_string())
 }
 
+/// An indexed array as the source writes it: `tile` of `tile[row][8]`, and `tile[row]`, what
+/// the checked subscript follows (none where the compiler's place does not say which of
+/// several subscripts it is).
+#[derive(Debug, PartialEq, Eq)]
+struct IndexedArray {
+    name: String,
+    expression: Option<String>,
+}
+
+fn is_name_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'.'
+}
+
+/// The array indexed at 1-based `line` and `column` of `text`. GCC places its check at the
+/// subscript's `]`: back over that subscript and any before it (`acc[i][j]`) to the name they
+/// follow. clang places it at the start of the array's name, which does not say which of
+/// several subscripts it is.
+fn indexed_array(text: &str, line: u32, column: u32) -> Option<IndexedArray> {
+    let line = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let bytes = line.as_bytes();
+    let close = usize::try_from(column).ok()?.checked_sub(1)?;
+    let starts_name = bytes.get(close).is_some_and(|&c| is_name_byte(c) && !c.is_ascii_digit());
+    if starts_name && (close == 0 || !is_name_byte(bytes[close - 1])) {
+        let end = bytes[close..].iter().position(|&c| !is_name_byte(c)).map_or(bytes.len(), |p| close + p);
+        let name = &line[close..end];
+        // how many subscripts follow the name, each `[` to its matching `]`
+        let (mut subscripts, mut at) = (0, end);
+        while line[at..].trim_start().starts_with('[') {
+            at = line.len() - line[at..].trim_start().len();
+            let mut depth = 0usize;
+            let close = (at..bytes.len()).find(|&i| {
+                depth = match bytes[i] {
+                    b'[' => depth + 1,
+                    b']' => depth - 1,
+                    _ => depth,
+                };
+                depth == 0
+            })?;
+            subscripts += 1;
+            at = close + 1;
+        }
+        return (subscripts > 0).then(|| IndexedArray { name: name.to_string(), expression: (subscripts == 1).then(|| name.to_string()) });
+    }
+    if bytes.get(close) != Some(&b']') {
+        return None;
+    }
+    let open_of = |close: usize| -> Option<usize> {
+        let mut depth = 0usize;
+        (0..=close).rev().find(|&at| match bytes[at] {
+            b']' => {
+                depth += 1;
+                false
+            }
+            b'[' => {
+                depth -= 1;
+                depth == 0
+            }
+            _ => false,
+        })
+    };
+    let subscript = open_of(close)?;
+    let mut end = subscript;
+    loop {
+        end = line[..end].trim_end().len();
+        if end == 0 || bytes[end - 1] != b']' {
+            break;
+        }
+        end = open_of(end - 1)?;
+    }
+    let start = bytes[..end].iter().rposition(|&c| !is_name_byte(c)).map_or(0, |p| p + 1);
+    let name = &line[start..end];
+    if name.is_empty() || name.as_bytes()[0].is_ascii_digit() {
+        return None;
+    }
+    Some(IndexedArray { name: name.to_string(), expression: Some(line[start..subscript].trim_end().to_string()) })
+}
+
 /// What the finding is about: the tensor, or the shared array.
-pub fn subject(kind: MemoryFindingKind, f: &SimtFinding, tensors: &[WatchedTensor], shared: &SharedLayout) -> String {
+pub fn subject(kind: MemoryFindingKind, f: &SimtFinding, tensors: &[WatchedTensor], shared: &SharedLayout, sites: &FindingSites) -> String {
     match kind {
+        MemoryFindingKind::ArrayIndexOutOfBounds => sites.indexed_array(f).map_or_else(|| "an array".to_string(), |a| a.name),
         MemoryFindingKind::OutOfBoundsRead
         | MemoryFindingKind::OutOfBoundsWrite
         | MemoryFindingKind::InputWrite
@@ -182,6 +277,7 @@ pub fn describe(
             )
         }
         MemoryFindingKind::Misaligned => misaligned(f, count, tensors, shared, &site),
+        MemoryFindingKind::ArrayIndexOutOfBounds => array_index(f, count, shared, sites, &site),
         MemoryFindingKind::SharedOutOfBounds => {
             let (name, what) = shared_place(f.place, shared, f.access_bytes, dynamic_bytes);
             let verb = if f.write == 0 { "read" } else { "wrote" };
@@ -247,6 +343,35 @@ fn misaligned(f: &SimtFinding, count: u64, tensors: &[WatchedTensor], shared: &S
     )
 }
 
+/// ``indexed `acc[8]`, past the end of `acc` (8 elements) at kernels/x.hip:47 (block
+/// (0,0,0), thread 3): ...``: the compiler's check runs before the access and does not say
+/// whether it reads or writes. A `__shared__` array is said to be one, with its line.
+fn array_index(f: &SimtFinding, count: u64, shared: &SharedLayout, sites: &FindingSites, site: &str) -> String {
+    let index = f.offset;
+    let array = sites.indexed_array(f);
+    // of the module's `__shared__` arrays of that name, the one declared last above the access
+    let declared = array
+        .as_ref()
+        .and_then(|a| shared.vars.iter().filter(|v| v.name == a.name && v.line.is_none_or(|l| l <= f.line)).max_by_key(|v| v.line))
+        .map(|v| format!(", `__shared__`{}", v.line.map(|l| format!(", declared at line {l}")).unwrap_or_default()))
+        .unwrap_or_default();
+    let (element, whose) = match &array {
+        Some(IndexedArray { expression: Some(e), .. }) => (format!("`{e}[{index}]`"), format!("`{e}`")),
+        Some(IndexedArray { name, expression: None }) => (format!("`{name}` at index {index}"), "its dimension".to_string()),
+        None => (format!("element {index} of an array"), "it".to_string()),
+    };
+    let place = match u64::try_from(f.place) {
+        _ if index < 0 => format!("{element}, before the start of {whose}"),
+        Ok(size) => format!("{element}, past the end of {whose} ({}{declared})", elements(size)),
+        Err(_) => format!("{element}, past the end of {whose}"),
+    };
+    format!(
+        "indexed {place} at {site} ({}): an index outside the size the source declares; the block stopped there{}",
+        who(f),
+        if count > 1 { format!("; {count} blocks stopped so") } else { String::new() }
+    )
+}
+
 /// The array's name and what its end is: `partial` and "`partial` (256 elements, declared
 /// at line 10)", or the dynamic pool's names.
 fn shared_place(place: i64, shared: &SharedLayout, access_bytes: u32, dynamic_bytes: u64) -> (String, String) {
@@ -257,5 +382,54 @@ fn shared_place(place: i64, shared: &SharedLayout, access_bytes: u32, dynamic_by
             (v.name.clone(), format!("`{}` ({}{line})", v.name, elements(n)))
         }
         None => (shared.dynamic.clone(), format!("the launch's {dynamic_bytes} bytes of dynamic shared memory")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{IndexedArray, indexed_array};
+
+    /// The column of the `n`th `]` of `line` (1-based), as GCC gives a subscript's.
+    fn close(line: &str, n: usize) -> u32 {
+        line.match_indices(']').nth(n).map(|(at, _)| at as u32 + 1).unwrap()
+    }
+
+    fn array(name: &str, expression: &str) -> Option<IndexedArray> {
+        Some(IndexedArray { name: name.into(), expression: Some(expression.into()) })
+    }
+
+    #[test]
+    fn an_index_is_traced_back_to_the_array_the_source_names() {
+        let line = "    acc[e] += p * tile [ key ] [c];";
+        let text = format!("// first line\n{line}\n");
+        assert_eq!(indexed_array(&text, 2, close(line, 0)), array("acc", "acc"));
+        assert_eq!(indexed_array(&text, 2, close(line, 1)), array("tile", "tile"));
+        assert_eq!(indexed_array(&text, 2, close(line, 2)), array("tile", "tile [ key ]"));
+        let nested = "y = m[idx[t]][n % 5] + s.vals[i];";
+        assert_eq!(indexed_array(nested, 1, close(nested, 0)), array("idx", "idx"));
+        assert_eq!(indexed_array(nested, 1, close(nested, 2)), array("m", "m[idx[t]]"));
+        assert_eq!(indexed_array(nested, 1, close(nested, 3)), array("s.vals", "s.vals"));
+    }
+
+    #[test]
+    fn clangs_place_the_start_of_the_name_says_the_subscript_only_where_there_is_one() {
+        let line = "  y[t] = acc[k] + m[i][j] + s.vals [i];";
+        let at = |name: &str| line.find(name).unwrap() as u32 + 1;
+        assert_eq!(indexed_array(line, 1, at("acc")), array("acc", "acc"));
+        assert_eq!(indexed_array(line, 1, at("s.vals")), array("s.vals", "s.vals"));
+        assert_eq!(indexed_array(line, 1, at("m[")), Some(IndexedArray { name: "m".into(), expression: None }));
+        assert_eq!(indexed_array(line, 1, at("cc[")), None, "inside a name");
+        assert_eq!(indexed_array("x = count + 1;", 1, 5), None, "a name no subscript follows");
+    }
+
+    #[test]
+    fn a_place_that_is_no_subscript_names_nothing() {
+        let line = "  y[t] = 3[x] + f(a)[1];";
+        assert_eq!(indexed_array(line, 1, 4), None, "not at a `]`");
+        assert_eq!(indexed_array(line, 1, close(line, 1)), None, "a number, not a name");
+        assert_eq!(indexed_array(line, 1, close(line, 2)), None, "a call's result");
+        assert_eq!(indexed_array(line, 2, close(line, 0)), None, "past the last line");
+        assert_eq!(indexed_array(line, 0, 1), None);
+        assert_eq!(indexed_array("a]", 1, 2), None, "no `[` before it");
     }
 }

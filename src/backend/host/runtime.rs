@@ -67,10 +67,13 @@ pub(super) struct SimtFinding {
     pub other_pc: u64,
     pub other_block: u32,
     pub shared: u32,
+    /// An index past an array's size: the source line and column the compiler gives it.
+    pub line: u32,
+    pub column: u32,
 }
 
 /// `SIMT_F_KINDS` in the prelude, in its order.
-pub(super) const FINDING_KINDS: [MemoryFindingKind; 8] = [
+pub(super) const FINDING_KINDS: [MemoryFindingKind; 9] = [
     MemoryFindingKind::OutOfBoundsRead,
     MemoryFindingKind::OutOfBoundsWrite,
     MemoryFindingKind::SharedOutOfBounds,
@@ -79,6 +82,7 @@ pub(super) const FINDING_KINDS: [MemoryFindingKind; 8] = [
     MemoryFindingKind::InputWrite,
     MemoryFindingKind::GlobalRace,
     MemoryFindingKind::Misaligned,
+    MemoryFindingKind::ArrayIndexOutOfBounds,
 ];
 
 /// `simt_shared_var` in the prelude.
@@ -175,7 +179,7 @@ impl HostModule {
             };
             kernels.insert(kernel.clone(), descriptor as usize);
         }
-        let sites = FindingSites::new(library_path, &source.display_path);
+        let sites = FindingSites::new(library_path, source);
         Ok(HostModule { source: source.clone(), library_path: shown, _library: library, run_blocks, kernels, workers, shared, sites, lint })
     }
 }
@@ -295,7 +299,7 @@ impl Module for HostModule {
             let count = seen.iter().map(|f| f.count).sum();
             let message =
                 findings::describe(*kind, first, count, tensors, &self.shared, (dims.dynamic_shared as u64, dims.grid), &self.sites);
-            let subject = findings::subject(*kind, first, tensors, &self.shared);
+            let subject = findings::subject(*kind, first, tensors, &self.shared, &self.sites);
             report.findings.push(MemoryFinding { kind: *kind, subject, count, message });
         }
         report.findings.extend(crate::backend::static_checks::static_findings(&self.lint));

@@ -302,6 +302,10 @@ const MEMCHECK: &[&str] = &[
     "read_past_end",
     "read_before_start",
     "shared_overrun",
+    "shared_overrun_by_pointer",
+    "local_overrun",
+    "local_overrun_2d",
+    "local_underrun",
     "shared_race",
     "shared_write_after_read",
     "warp_ordered",
@@ -369,14 +373,53 @@ fn reads_past_either_end_of_a_tensor_are_named_with_tensor_distance_and_line() {
 }
 
 #[test]
+fn an_index_past_a_local_arrays_size_is_named_and_stops_its_block() {
+    use crate::backend::MemoryFindingKind::ArrayIndexOutOfBounds;
+    let backend = backend_with(1);
+    let m = module(&backend, "memcheck.hip", MEMCHECK);
+    let launches = findings_of(m.as_ref(), "local_overrun", 0, true);
+    let overrun = only_finding(&launches, ArrayIndexOutOfBounds);
+    assert_eq!(
+        overrun,
+        "indexed `acc[4]`, past the end of `acc` (4 elements) at src/backend/host/test_kernels/memcheck.hip:95 (block (0,0,0), \
+         thread 0): an index outside the size the source declares; the block stopped there"
+    );
+    assert_eq!(launches[0][0].subject, "acc");
+    let row = only_finding(&findings_of(m.as_ref(), "local_overrun_2d", 0, true), ArrayIndexOutOfBounds);
+    // clang's check names the start of the array, not which of its two subscripts it is
+    let clang = backend.compiler().identity.contains("clang");
+    let want = if clang {
+        "indexed `m` at index 4, past the end of its dimension (4 elements) at "
+    } else {
+        "indexed `m[t & 1][4]`, past the end of `m[t & 1]` (4 elements) at "
+    };
+    assert!(row.starts_with(want), "{row}");
+    let under = only_finding(&findings_of(m.as_ref(), "local_underrun", 0, true), ArrayIndexOutOfBounds);
+    assert!(
+        under.starts_with("indexed `acc[-1]`, before the start of `acc` at src/backend/host/test_kernels/memcheck.hip:110 "),
+        "{under}"
+    );
+}
+
+#[test]
 fn shared_overruns_races_and_unwritten_reads_name_the_array_index_and_lines() {
     use crate::backend::MemoryFindingKind::*;
     let backend = backend_with(1);
     let m = module(&backend, "memcheck.hip", MEMCHECK);
-    let overrun = only_finding(&findings_of(m.as_ref(), "shared_overrun", 0, false), SharedOutOfBounds);
+    // an index past the declared size is seen before the access (the block stops there); one
+    // through a pointer lands in the array's redzone
+    let overrun = only_finding(&findings_of(m.as_ref(), "shared_overrun", 0, false), ArrayIndexOutOfBounds);
     assert!(
         overrun.starts_with(
-            "read `stage[64]` past the end of `stage` (64 elements, declared at line 16) at src/backend/host/test_kernels/memcheck.hip:20 "
+            "indexed `stage[64]`, past the end of `stage` (64 elements, `__shared__`, declared at line 16) at \
+             src/backend/host/test_kernels/memcheck.hip:20 "
+        ),
+        "{overrun}"
+    );
+    let overrun = only_finding(&findings_of(m.as_ref(), "shared_overrun_by_pointer", 0, false), SharedOutOfBounds);
+    assert!(
+        overrun.starts_with(
+            "read `stage[64]` past the end of `stage` (64 elements, declared at line 84) at src/backend/host/test_kernels/memcheck.hip:89 "
         ),
         "{overrun}"
     );

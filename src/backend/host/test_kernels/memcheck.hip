@@ -79,3 +79,33 @@ extern "C" __global__ void every_lane_stores(const float* x, float* y) {
 extern "C" __global__ void atomic_total(const float* x, float* y) {
   atomicAdd(&y[0], x[threadIdx.x]);   // every block adds into one element: atomics do not race
 }
+
+extern "C" __global__ void shared_overrun_by_pointer(const float* x, float* y) {
+  __shared__ float stage[64];
+  unsigned t = threadIdx.x;
+  stage[t] = x[t];
+  __syncthreads();
+  const float* row = stage;
+  y[t] = fmaxf(row[t], row[t + 1]);   // thread 63 reads stage[64], through a pointer (no index check)
+}
+
+extern "C" __global__ void local_overrun(const float* x, float* y, int n) {
+  float acc[4];
+  unsigned t = threadIdx.x;
+  for (int e = 0; e <= n % 5; e++) acc[e] = x[t] * (float)e;   // n = 64: e reaches 4, one past the end
+  y[t] = acc[0] + acc[3];
+}
+
+extern "C" __global__ void local_overrun_2d(const float* x, float* y, int n) {
+  float m[2][4];
+  unsigned t = threadIdx.x;
+  for (int e = 0; e < 4; e++) m[t & 1][e] = m[1 - (t & 1)][e] = x[t];
+  y[t] = m[t & 1][n % 5];   // n = 64: the row's element 4
+}
+
+extern "C" __global__ void local_underrun(const float* x, float* y, int n) {
+  float acc[4];
+  unsigned t = threadIdx.x;
+  for (int e = 0; e < 4; e++) acc[e] = x[t] + (float)e;
+  y[t] = acc[(int)(t & 3) - n / 64];   // n = 64: thread 0 reads acc[-1]
+}
