@@ -285,9 +285,8 @@ fn job_end(state: &mut WorkerState, before: &BTreeSet<PathBuf>, host: bool) -> J
         if left > MAX_LEFT_MAPPED {
             return Some(format!("its jobs left {} MiB mapped", left >> 20));
         }
-        let now = ProcessState::now(state.temp.as_deref());
         match &state.first {
-            Some(first) => now.changed_since(first),
+            Some(first) => ProcessState::changed_at_job_end(first, state.temp.as_deref()),
             // a GPU backend's driver starts threads and opens files at its first launches:
             // the first job's end is the picture (a host worker takes it before any kernel loads)
             None if !host => {

@@ -396,6 +396,15 @@ impl ProcessState {
         picture
     }
 
+    /// Why the process, at a job's end, differs from `first`; None: it does not. Where only
+    /// its threads differ, the pictures are taken again for up to 20 ms: a thread a job joined
+    /// (the scoped helper that hashes an input while it is sent) leaves the task list a moment
+    /// after its join returns, and such a thread, unnamed, retired GPU workers as "2 thread(s)
+    /// it did not start with (contracts, contracts)". One that lives on is still seen.
+    pub fn changed_at_job_end(first: &ProcessState, temp: Option<&Path>) -> Option<String> {
+        changed_once_threads_settle(first, || ProcessState::now(temp))
+    }
+
     /// Why this picture, taken after a job, differs from `first`; None: it does not.
     pub fn changed_since(&self, first: &ProcessState) -> Option<String> {
         let added = |now: &BTreeSet<i32>, then: &BTreeSet<i32>| now.difference(then).count();
@@ -433,6 +442,21 @@ impl ProcessState {
         };
         Some(why)
     }
+}
+
+/// [`ProcessState::changed_at_job_end`] over the pictures `take` gives: at most 21, 1 ms apart,
+/// while the only difference is threads that were not there at first.
+fn changed_once_threads_settle(first: &ProcessState, mut take: impl FnMut() -> ProcessState) -> Option<String> {
+    let mut now = take();
+    for _ in 0..20 {
+        let why = now.changed_since(first)?;
+        if now.threads.is_subset(&first.threads) {
+            return Some(why);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        now = take();
+    }
+    now.changed_since(first)
 }
 
 /// ` (cuda-EvtHandlr, ...)`: the names of the first few of `threads` that are still there to
@@ -479,6 +503,46 @@ mod tests {
         assert_eq!(host.address_space, Some(ADDRESS_SPACE_BASE + 2 * ADDRESS_SPACE_PER_WORKER + planned * PLANNED_BYTES_FACTOR));
         let gpu = Plan::for_job("cuda", &tf_add, 3, 30, 2, temp);
         assert_eq!((gpu.address_space, gpu.no_file_writes, gpu.open_files, gpu.writable), (None, false, None, None));
+    }
+
+    #[test]
+    fn a_jobs_end_waits_out_a_thread_that_is_ending_and_not_one_that_lives_on() {
+        let first = ProcessState::now(None);
+        let with_one_more = || {
+            let mut later = first.clone();
+            later.threads.insert(i32::MAX);
+            later
+        };
+        let mut taken = 0;
+        let mut pictures = [with_one_more(), with_one_more(), first.clone()].into_iter();
+        let ending = changed_once_threads_settle(&first, || {
+            taken += 1;
+            pictures.next().unwrap()
+        });
+        assert_eq!((ending, taken), (None, 3));
+        let mut taken = 0;
+        let lives_on = changed_once_threads_settle(&first, || {
+            taken += 1;
+            with_one_more()
+        });
+        assert!(lives_on.unwrap().starts_with("1 thread(s) it did not start with, 0 of its own gone"));
+        assert_eq!(taken, 21);
+        // a change of another kind, or a thread of its own gone, is not waited for
+        for change in
+            [&(|s: &mut ProcessState| s.umask = Some("Umask: 0777".into())) as &dyn Fn(&mut ProcessState), &|s: &mut ProcessState| {
+                s.threads.pop_first();
+            }]
+        {
+            let mut taken = 0;
+            let why = changed_once_threads_settle(&first, || {
+                taken += 1;
+                let mut later = first.clone();
+                change(&mut later);
+                later
+            });
+            assert!(why.is_some());
+            assert_eq!(taken, 1);
+        }
     }
 
     #[test]
