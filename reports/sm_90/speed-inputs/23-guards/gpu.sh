@@ -3,6 +3,7 @@
 # with H (3f7a2bc and the names of a retired worker's new threads; guard bands read back as in A) beside M (kc_guards over 64 blocks a band)
 # and A (b55a560). First a kernel that leaves the last element of tf_add's 16 MiB case unwritten:
 # its launches differ there, which H's device hash must see, read back and name as A does.
+# Then the three contracts changed in session 23 (tf_rope, tf_cast, tf_kv_append) with their controls.
 # Then issue 15's five ops in one process and at the default jobs, alternated; then H's whole
 # suite once, cold but for the five ops' kernels (the device time left was short: no A whole run).
 set -u
@@ -18,6 +19,7 @@ rm -rf $R $K && cp -r contracts $R && cp -r kernels $K
 sed -i 's/^  { rows = 1025, k = 1 },$/  { rows = 1025, k = 1 },\n  { rows = 4100, k = 1024 },/' $R/tf_add.toml
 sed -i 's|  if (i >= (long long)rows \* k) return;|  if (i >= (long long)rows * k \|\| (rows == 4100 \&\& i == (long long)rows * k - 1)) return;|' $K/tf_add.hip
 for b in h a; do B=$(eval echo \$${b^^}); run $b-unwritten $B --contracts $R --kernels $K --only tf_add --record f32 --case 8 --no-controls --timings; done
+run h-changed-three $H --only tf_rope --only tf_cast --only tf_kv_append --timings
 FIVE="--only tf_embed_dense --only tf_add --only tf_rms --only tf_softmax_stats --only tf_sum_partials"
 C=/tmp/contracts-without-2-31
 rm -rf $C && cp -r contracts $C && sed -i '/gpu_only = "[^"]*2^31/d' $C/tf_embed_dense.toml $C/tf_sum_partials.toml
