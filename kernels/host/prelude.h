@@ -1447,3 +1447,16 @@ static __forceinline__ uint3 grid_dim(const Fiber* f) { return header_load(f->gr
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-tree-sra")
 #endif
+
+// Kernel code cannot turn the checks off: a function marked `no_sanitize("thread")` (or
+// `no_sanitize_thread`, `disable_sanitizer_instrumentation`, the prelude's own SIMT_NOSAN) would
+// make no call into them, its stores past a tensor unseen; `no_sanitize("bounds")` or
+// `no_sanitize_undefined` would drop the index check; `#pragma GCC optimize("tree-sra")` or
+// `reset_options` would undo the line above. Every name that says so is poisoned from here on,
+// in whatever spelling or macro the source reaches it by: its use is a compile error at its line.
+#undef SIMT_NOSAN
+#undef SIMT_RUNTIME_FN
+#undef SIMT_TSAN
+#pragma GCC poison no_sanitize __no_sanitize__ no_sanitize_thread __no_sanitize_thread__ no_sanitize_undefined
+#pragma GCC poison __no_sanitize_undefined__ disable_sanitizer_instrumentation __disable_sanitizer_instrumentation__
+#pragma GCC poison optimize __optimize__ reset_options SIMT_NOSAN SIMT_RUNTIME_FN SIMT_TSAN

@@ -431,7 +431,7 @@ impl HostCompiler {
         compile.arg("-o").arg(&object_file);
         let diagnostics = match self.run(compile, &source.display_path, "compile") {
             Ok(diagnostics) => diagnostics,
-            Err(error) => return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or(error)),
+            Err(error) => return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or_else(|| checks_turned_off(error))),
         };
 
         let state = super::state::findings(&object_file, &super::state::SourceText { source, text: original })?;
@@ -506,6 +506,23 @@ impl HostCompiler {
             compiler: format!("{} ({step})", self.identity),
             log: log.trim_end().to_string(),
         })
+    }
+}
+
+/// A compile that failed on a name the prelude poisons (`no_sanitize`, `optimize`, ...: what
+/// would turn the host's checks off for the code it marks) says why that name is refused.
+fn checks_turned_off(error: EngineError) -> EngineError {
+    match error {
+        EngineError::Compile { path, compiler, log } if log.contains("attempt to use poisoned \"") => EngineError::Compile {
+            path,
+            compiler,
+            log: format!(
+                "{log}\nnote: the host build refuses what would turn its checks off for the code it marks (no_sanitize in any \
+                 spelling, disable_sanitizer_instrumentation, optimize, reset_options, the prelude's SIMT_NOSAN): a kernel's \
+                 memory accesses are all checked"
+            ),
+        },
+        other => other,
     }
 }
 

@@ -273,6 +273,31 @@ fn launches_with_wrong_arguments_or_missing_kernels_are_refused_by_name() {
 }
 
 #[test]
+fn kernel_code_cannot_turn_the_host_checks_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = backend_with(1);
+    let tries = [
+        ("__attribute__((no_sanitize(\"thread\"))) __global__ void k(float* y) { y[threadIdx.x + 1] = 1.0f; }", 2),
+        ("#define CAT(a, b) a##b\n__attribute__((CAT(no_, sanitize)(\"bounds\"))) __global__ void k(float* y) { y[0] = 1.0f; }", 3),
+        ("[[gnu::no_sanitize_thread]] __global__ void k(float* y) { y[threadIdx.x + 1] = 1.0f; }", 2),
+        ("__attribute__((disable_sanitizer_instrumentation)) __global__ void k(float* y) { y[0] = 1.0f; }", 2),
+        ("SIMT_NOSAN __global__ void k(float* y) { y[threadIdx.x + 1] = 1.0f; }", 2),
+        ("#pragma GCC optimize(\"tree-sra\")\n__global__ void k(float* y) { y[0] = 1.0f; }", 2),
+        ("#pragma GCC reset_options\n__global__ void k(float* y) { y[0] = 1.0f; }", 2),
+    ];
+    // each with the line the compiler must name (a comment line comes first)
+    for (n, (text, line)) in tries.iter().enumerate() {
+        let path = dir.path().join(format!("off{n}.hip"));
+        std::fs::write(&path, format!("// tries to turn the checks off\n{text}\n")).unwrap();
+        let source = KernelSource { path, display_path: format!("off{n}.hip"), kernels: vec!["k".into()], include_dirs: vec![] };
+        let error = backend.load_module(&source).err().unwrap_or_else(|| panic!("{text}: built"));
+        let said = error.to_string();
+        assert!(said.contains(&format!("off{n}.hip:{line}:")) && said.contains("poisoned"), "{text}: {said}");
+        assert!(said.contains("the host build refuses what would turn its checks off"), "{said}");
+    }
+}
+
+#[test]
 fn compile_errors_come_back_with_the_compiler_log() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("broken.hip");
