@@ -6,7 +6,7 @@
 //! limits, and `ProcessState` is what the process must still look like after a job for a
 //! later one to run in it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -310,6 +310,9 @@ pub struct ProcessState {
     folder: Option<PathBuf>,
     umask: Option<String>,
     temp_entries: Option<usize>,
+    /// Its threads' names, in a worker's first picture alone ([`ProcessState::settled`]): a
+    /// later picture that misses one names it.
+    names: BTreeMap<i32, String>,
 }
 
 impl ProcessState {
@@ -375,24 +378,29 @@ impl ProcessState {
             folder: std::env::current_dir().ok(),
             umask,
             temp_entries: temp.map(|t| std::fs::read_dir(t).map(|d| d.count()).unwrap_or(usize::MAX)),
+            names: BTreeMap::new(),
         }
     }
 
-    /// `now`, once two pictures a millisecond apart list the same threads (at most 20 tries):
-    /// the first picture of a worker, which every later job's end is held to. A thread that is
-    /// ending as the picture is taken (one that has been joined but not yet left the task
-    /// list) is gone by the next job's end, and was retiring about one host worker a run as
-    /// "1 of its own gone".
+    /// `now`, once three pictures 2 ms apart list the same threads (at most 30 tries), with
+    /// its threads' names: the first picture of a worker, which every later job's end is held
+    /// to. A thread that is ending as the picture is taken (one that has been joined but not
+    /// yet left the task list) is gone by the next job's end, and was retiring about one host
+    /// worker a run as "1 of its own gone"; two pictures 1 ms apart still let one through on
+    /// a loaded 2-core machine.
     pub fn settled(temp: Option<&Path>) -> ProcessState {
         let mut picture = ProcessState::now(temp);
-        for _ in 0..20 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        let mut same = 0;
+        for _ in 0..30 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
             let again = ProcessState::now(temp);
-            if again.threads == picture.threads {
-                return again;
-            }
+            same = if again.threads == picture.threads { same + 1 } else { 0 };
             picture = again;
+            if same == 2 {
+                break;
+            }
         }
+        picture.names = picture.threads.iter().filter_map(|&tid| Some((tid, thread_name(tid)?))).collect();
         picture
     }
 
@@ -409,8 +417,11 @@ impl ProcessState {
     pub fn changed_since(&self, first: &ProcessState) -> Option<String> {
         let added = |now: &BTreeSet<i32>, then: &BTreeSet<i32>| now.difference(then).count();
         let why = if self.threads != first.threads {
+            let gone: Vec<&str> =
+                first.threads.difference(&self.threads).filter_map(|tid| first.names.get(tid)).map(String::as_str).collect();
+            let gone = if gone.is_empty() { String::new() } else { format!(" ({})", gone.join(", ")) };
             format!(
-                "{} thread(s) it did not start with{}, {} of its own gone",
+                "{} thread(s) it did not start with{}, {} of its own gone{gone}",
                 added(&self.threads, &first.threads),
                 thread_names(self.threads.difference(&first.threads)),
                 added(&first.threads, &self.threads)
@@ -465,12 +476,15 @@ fn changed_once_threads_settle(first: &ProcessState, mut take: impl FnMut() -> P
 /// bytes but NUL): escaped, so none can start a line of the run's output.
 fn thread_names<'a>(threads: impl Iterator<Item = &'a i32>) -> String {
     const NAMED: usize = 4;
-    let names: Vec<String> = threads
-        .take(NAMED)
-        .filter_map(|tid| std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok())
-        .map(|name| name.strip_suffix('\n').unwrap_or(&name).escape_debug().to_string())
-        .collect();
+    let names: Vec<String> = threads.take(NAMED).filter_map(|&tid| thread_name(tid)).collect();
     if names.is_empty() { String::new() } else { format!(" ({})", names.join(", ")) }
+}
+
+/// What thread `tid` of this process calls itself, escaped (a name is the thread's own
+/// choice); none once it is gone.
+fn thread_name(tid: i32) -> Option<String> {
+    let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+    Some(name.strip_suffix('\n').unwrap_or(&name).escape_debug().to_string())
 }
 
 /// The bytes the process's address space spans now (`VmSize`).
@@ -561,6 +575,14 @@ mod tests {
             })
             .starts_with("1 thread(s) it did not start with, 0 of its own gone")
         );
+        // a thread of the first picture that is gone is named as that picture knew it
+        let mut named_first = first.clone();
+        let gone_tid = *first.threads.iter().next().unwrap();
+        named_first.names.insert(gone_tid, "kc-block-0".into());
+        let mut later = named_first.clone();
+        later.threads.remove(&gone_tid);
+        let gone = later.changed_since(&named_first).unwrap();
+        assert!(gone.ends_with("0 thread(s) it did not start with, 1 of its own gone (kc-block-0)"), "{gone}");
         // a live thread is named by what it calls itself; one gone (or never there) is not
         let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
