@@ -176,15 +176,13 @@ fn rows() -> Vec<Row> {
             name: "a kernel opening files until it fails stops at the open-files limit",
             extra: "static bool misbehave(long long i, int out_kind) {
                    if (i == 0 && once(\"KC_COUNTED\")) {
-                     int* fds = (int*)malloc(sizeof(int) << 16);
+                     int fds[4096];   // on the thread's own stack: memory the kernel got no pointer to is a finding
                      int opened = 0;
-                     while (opened < (1 << 16) && (fds[opened] = open(\"/dev/null\", O_RDONLY)) >= 0) opened++;
+                     while (opened < 4096 && (fds[opened] = open(\"/dev/null\", O_RDONLY)) >= 0) opened++;
                      for (int n = 0; n < opened; n++) close(fds[n]);
-                     free(fds);
-                     setenv(\"KC_OPENED\", opened >= 256 ? \"many\" : \"few\", 1);
+                     if (opened >= 256) setenv(\"KC_OPENED_MANY\", \"1\", 1);
                    }
-                   const char* opened = getenv(\"KC_OPENED\");
-                   return opened && opened[0] == 'm';
+                   return getenv(\"KC_OPENED_MANY\") != nullptr;
                  }",
             code: 0,
             lines: &[PASS_F32, PASS_F16, PASS_BF16],
@@ -244,9 +242,9 @@ fn kernel(extra: &str, escaped: &Path) -> String {
     let head = format!(
         "#include <csignal>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <fcntl.h>\n#include <unistd.h>\n\
          static const char FORGED[] = \"{FORGED_PASS}\";\nstatic const char ESCAPED[] = \"{}\";\n\
-         __attribute__((no_sanitize_thread)) static bool misbehave(long long i, int out_kind);\n\
+         static bool misbehave(long long i, int out_kind);\n\
          // a flag kept in the process's environment: a kernel's own static storage is a finding of its own\n\
-         __attribute__((no_sanitize_thread)) static bool once(const char* name) {{ if (getenv(name)) return false; setenv(name, \"1\", 1); return true; }}\n",
+         static bool once(const char* name) {{ if (getenv(name)) return false; setenv(name, \"1\", 1); return true; }}\n",
         escaped.display()
     );
     let store = "tf_store(out, out_kind, i, tf_load(a, a_kind, i) + tf_load(b, b_kind, i));";
