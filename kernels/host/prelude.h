@@ -362,7 +362,9 @@ struct simt_config {
   unsigned long long order_seed;
   const simt_region* regions;       // sorted by data address
   unsigned region_count;
-  int check_memory;                 // 1: every kernel access is checked (regions, shared memory)
+  int check_memory;                 // 1: every kernel access is checked (regions, shared memory);
+                                    // 3: and the regions are every pointer the kernel was given, so
+                                    // an access outside them all is one (see region_access)
 };
 enum { SIMT_ORDER_FORWARD, SIMT_ORDER_REVERSE, SIMT_ORDER_SHUFFLE, SIMT_ORDER_WARP_AHEAD };
 struct simt_result {
@@ -807,11 +809,19 @@ template <class Indices, class... T> struct Parameters;
 template <size_t... I, class... T> struct Parameters<std::index_sequence<I...>, T...> : Parameter<I, T>... {};
 template <class... T> using ParametersOf = Parameters<std::index_sequence_for<T...>, T...>;
 template <class P> using Value = std::remove_cv_t<std::remove_reference_t<P>>;
+// `noipa`, not only `noinline`: GCC's interprocedural scalar replacement would move the load of
+// the argument table's first entry into the (instrumented) caller, an access of memory that is
+// no tensor's.
+#if defined(__clang__)
+#define SIMT_NOIPA __attribute__((noinline))
+#else
+#define SIMT_NOIPA __attribute__((noipa))
+#endif
 // The kernel's parameters, copied out of the launch's argument table by uninstrumented code:
 // a worker starts for every thread that blocks, and each copy's loads would be calls into the
 // memory checks, each looking for a tensor the argument table is not.
 template <class... T, size_t... I>
-SIMT_NOSAN __attribute__((noinline)) static ParametersOf<T...> unpack(void** args, std::index_sequence<I...>) {
+SIMT_NOSAN SIMT_NOIPA static ParametersOf<T...> unpack(void** args, std::index_sequence<I...>) {
   return ParametersOf<T...>{{*static_cast<T*>(args[I])}...};
 }
 template <auto F, size_t... I, class... P>
@@ -944,6 +954,9 @@ enum { MAX_SHARED_VARS = 256 };
 SIMT_RUNTIME_DATA simt_shared_var registered_vars[MAX_SHARED_VARS];
 SIMT_RUNTIME_DATA unsigned registered_var_count;
 SIMT_RUNTIME_DATA uintptr_t module_base;
+// The module's own image (its loaded segments): kernel code reads its constants there (tables,
+// literals, `__constant__` arrays) and may write its module state (a static finding of its own).
+SIMT_RUNTIME_DATA uintptr_t module_image_lo, module_image_hi;
 enum AccessKind : unsigned { READ = 0, WRITE = 1, ATOMIC = 2, ATOMIC_LOAD = 3 };
 
 SIMT_NOSAN static uint32_t pc_offset(void* ret) { return (uint32_t)((uintptr_t)ret - module_base); }
@@ -1136,6 +1149,17 @@ SIMT_NOSAN __attribute__((noinline)) static void region_access(Scheduler* s, uin
   const simt_config* c = s->config;
   Scheduler::Site& site = s->sites[site_of(ret)];
   long at = region_at(c, a);
+  Dl_info object;
+  if (at < 0 && (s->checking & 2) && a - module_image_lo >= module_image_hi - module_image_lo && !dladdr((void*)a, &object)) {
+    // no tensor's data or guard band, no shared memory, not its own stack, not the image of
+    // the module or of a library (`stdout`, which a kernel's printf reads): with every pointer
+    // the kernel was given watched, an address it could only have made by going far past a
+    // tensor (an index's stride, a wrapped offset) or out of thin air
+    // The block stops here, before the access: such an address may be unmapped, or anyone's.
+    record(s, access == READ || access == ATOMIC_LOAD ? SIMT_F_OOB_READ : SIMT_F_OOB_WRITE, -1, 0, bytes, access, ret);
+    s->block.stopped = 1;
+    abandon_block(s, self());
+  }
   if (at < 0) {   // the next access of this site likely is no tensor's either
     Scheduler::Tensor gap = gap_around(s, a);
     if (gap.bytes) { site.before = site.last; site.last = gap; }
@@ -1346,6 +1370,22 @@ extern "C" SIMT_NOSAN __attribute__((visibility("default"), used)) int simt_regi
   simt::registered_var_count = count;
   Dl_info info;
   if (dladdr((void*)&simt_register_shared, &info)) simt::module_base = (uintptr_t)info.dli_fbase;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* object, size_t, void*) -> int {   // at registration, off every fiber: unchecked
+        if (object->dlpi_addr != simt::module_base) return 0;
+        uintptr_t lo = UINTPTR_MAX, hi = 0;
+        for (int i = 0; i < object->dlpi_phnum; i++) {
+          const ElfW(Phdr)& segment = object->dlpi_phdr[i];
+          if (segment.p_type != PT_LOAD) continue;
+          uintptr_t start = object->dlpi_addr + segment.p_vaddr;
+          lo = start < lo ? start : lo;
+          hi = start + segment.p_memsz > hi ? start + segment.p_memsz : hi;
+        }
+        simt::module_image_lo = lo;
+        simt::module_image_hi = hi;
+        return 1;
+      },
+      nullptr);
   return 0;
 }
 
@@ -1391,10 +1431,10 @@ int simt_run_blocks(const simt::Kernel* k, const simt_config* c, void** args, si
     b.linear_index = (uint32_t)bi;
     b.switches = b.inactive_reads = 0;
     next++;
-    if (c->shared_poison) {   // the extent is cached in the heap-allocated Scheduler: TLS itself gets poisoned
-      if (!s->tls_size) { TlsExtent e = tls_extent(); s->tls_base = e.base; s->tls_size = e.size; }
-      poison_shared(TlsExtent{s->tls_base, s->tls_size}, c->shared_poison & 0xff, c->dynamic_shared);
-    }
+    // the extent is cached in the heap-allocated Scheduler: TLS itself gets poisoned; and an
+    // access outside every checked place is judged only once shared memory is known to be one
+    if ((c->shared_poison || (c->check_memory & 2)) && !s->tls_size) { TlsExtent e = tls_extent(); s->tls_base = e.base; s->tls_size = e.size; }
+    if (c->shared_poison) poison_shared(TlsExtent{s->tls_base, s->tls_size}, c->shared_poison & 0xff, c->dynamic_shared);
     set_thread_order(b, c, bi);
     s->checking = c->check_memory;
     int e = run_block(s);

@@ -240,7 +240,14 @@ pub fn describe(
         // not an access: the build's static check says it in its own words
         MemoryFindingKind::NarrowOffset | MemoryFindingKind::ModuleState => String::new(),
         MemoryFindingKind::OutOfBoundsRead | MemoryFindingKind::OutOfBoundsWrite => {
-            let Some(t) = tensors.get(f.place as usize) else { return format!("{verb} outside a tensor at {site} ({})", who(f)) };
+            let Some(t) = usize::try_from(f.place).ok().and_then(|p| tensors.get(p)) else {
+                return format!(
+                    "{verb} memory that is no tensor's (nor a guard band, shared memory, its own stack or its module) at {site} \
+                     ({}){}",
+                    who(f),
+                    others(count, accesses)
+                );
+            };
             let size = t.element_bytes.max(1) as i64;
             let place = if f.offset < 0 {
                 format!("{} before the start of `{}`", elements(((-f.offset) as u64).div_ceil(size as u64)), t.name)

@@ -37,6 +37,18 @@ struct SimtConfig {
     check_memory: c_int,
 }
 
+/// Whether every pointer a launch passes lies in one of its watched tensors: then an access of
+/// its kernel outside them all (and outside shared memory, its stack and its module) is a
+/// finding, as it is past a guard band. A launch with an unwatched pointer (a test's plain
+/// launch, a scratch buffer) keeps the addresses between the tensors unjudged.
+fn every_pointer_watched(args: &[KernelArg], tensors: &[WatchedTensor]) -> bool {
+    !tensors.is_empty()
+        && args.iter().all(|a| match a {
+            KernelArg::Pointer(p) => tensors.iter().any(|t| *p >= t.data && *p <= t.data + t.bytes),
+            _ => true,
+        })
+}
+
 /// `simt_region` in the prelude.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -277,7 +289,7 @@ impl Module for HostModule {
             order_seed,
             regions: regions.as_ptr(),
             region_count: regions.len() as u32,
-            check_memory: 1,
+            check_memory: if every_pointer_watched(args, tensors) { 3 } else { 1 },
         };
         let job = Job {
             run_blocks: self.run_blocks,

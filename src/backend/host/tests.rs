@@ -331,6 +331,7 @@ const MEMCHECK: &[&str] = &[
     "local_overrun",
     "local_overrun_2d",
     "local_underrun",
+    "far_past_end",
     "shared_race",
     "shared_write_after_read",
     "warp_ordered",
@@ -395,6 +396,32 @@ fn reads_past_either_end_of_a_tensor_are_named_with_tensor_distance_and_line() {
     let before = only_finding(&findings_of(m.as_ref(), "read_before_start", 0, true), OutOfBoundsRead);
     assert!(before.starts_with("read 2 elements before the start of `x` at src/backend/host/test_kernels/memcheck.hip:12 "), "{before}");
     assert!(before.ends_with("2 such reads in all"), "{before}");
+}
+
+#[test]
+fn an_access_far_from_every_tensor_is_named_and_stops_its_block_when_every_pointer_is_watched() {
+    use crate::backend::MemoryFindingKind::OutOfBoundsWrite;
+    let backend = backend_with(1);
+    let m = module(&backend, "memcheck.hip", MEMCHECK);
+    let far = only_finding(&findings_of(m.as_ref(), "far_past_end", 0, true), OutOfBoundsWrite);
+    assert_eq!(
+        far,
+        "wrote memory that is no tensor's (nor a guard band, shared memory, its own stack or its module) at \
+         src/backend/host/test_kernels/memcheck.hip:116 (block (0,0,0), thread 5)"
+    );
+    // with a pointer the launch does not watch, the addresses between tensors stay unjudged
+    let x = tensor(&backend, DType::F32, &[1.0f32; 64]);
+    let unwatched = tensor(&backend, DType::F32, &[0.0f32; 64]);
+    let report = m
+        .launch_watched(
+            "read_past_end",
+            dims(1, 64),
+            Schedule::default(),
+            &[ptr(&x), ptr(&unwatched), KernelArg::I32(63)],
+            &[x.watched("x", false)],
+        )
+        .unwrap();
+    assert_eq!(report.findings, vec![], "stores to an unwatched output are not judged");
 }
 
 #[test]

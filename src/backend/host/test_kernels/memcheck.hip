@@ -109,3 +109,9 @@ extern "C" __global__ void local_underrun(const float* x, float* y, int n) {
   for (int e = 0; e < 4; e++) acc[e] = x[t] + (float)e;
   y[t] = acc[(int)(t & 3) - n / 64];   // n = 64: thread 0 reads acc[-1]
 }
+
+extern "C" __global__ void far_past_end(const float* x, float* y, int n) {
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  long long far = i == 5 ? (long long)n << 22 : 0;   // n = 64: a GiB past the end of y, for thread 5
+  if (i < n) y[i + far] = x[i];
+}
