@@ -513,15 +513,20 @@ impl HostCompiler {
 /// would turn the host's checks off for the code it marks) says why that name is refused.
 fn checks_turned_off(error: EngineError) -> EngineError {
     match error {
-        EngineError::Compile { path, compiler, log } if log.contains("attempt to use poisoned \"") => EngineError::Compile {
-            path,
-            compiler,
-            log: format!(
-                "{log}\nnote: the host build refuses what would turn its checks off for the code it marks (no_sanitize in any \
+        // GCC: `attempt to use poisoned "optimize"`; clang: `attempt to use a poisoned identifier`
+        EngineError::Compile { path, compiler, log }
+            if log.contains("attempt to use poisoned") || log.contains("attempt to use a poisoned") =>
+        {
+            EngineError::Compile {
+                path,
+                compiler,
+                log: format!(
+                    "{log}\nnote: the host build refuses what would turn its checks off for the code it marks (no_sanitize in any \
                  spelling, disable_sanitizer_instrumentation, optimize, reset_options, the prelude's SIMT_NOSAN): a kernel's \
                  memory accesses are all checked"
-            ),
-        },
+                ),
+            }
+        }
         other => other,
     }
 }
