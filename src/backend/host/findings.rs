@@ -60,11 +60,13 @@ pub fn shared_layout(library: &Path, source: &KernelSource) -> Result<SharedLayo
 }
 
 /// Source lines of return addresses in one module, looked up once each, and the source's
-/// text (an index past an array's size is named from it).
+/// text (an index past an array's size is named from it), read once when first needed.
 pub struct FindingSites {
     library: PathBuf,
     display_path: String,
-    text: String,
+    source: PathBuf,
+    /// Read at the first finding that needs it (most modules never have one).
+    text: std::sync::OnceLock<String>,
     known: Mutex<HashMap<u64, String>>,
 }
 
@@ -73,7 +75,8 @@ impl FindingSites {
         FindingSites {
             library: library.to_path_buf(),
             display_path: source.display_path.clone(),
-            text: std::fs::read_to_string(&source.path).unwrap_or_default(),
+            source: source.path.clone(),
+            text: std::sync::OnceLock::new(),
             known: Mutex::new(HashMap::new()),
         }
     }
@@ -85,7 +88,8 @@ impl FindingSites {
         if !self.site(f.pc).starts_with(&format!("{}:", self.display_path)) {
             return None;
         }
-        indexed_array(&self.text, f.line, f.column)
+        let text = self.text.get_or_init(|| std::fs::read_to_string(&self.source).unwrap_or_default());
+        indexed_array(text, f.line, f.column)
     }
 
     /// `kernels/x.hip:21`, or `kernels/common.h:40 (inlined at kernels/x.hip:21)` when the
