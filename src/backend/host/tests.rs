@@ -37,8 +37,17 @@ fn module(backend: &HostBackend, file: &str, kernels: &[&str]) -> Arc<dyn Module
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-const SEMANTICS: &[&str] =
-    &["block_sum", "warp_ops", "atomics", "atomics_more", "dynamic_reverse", "unwritten_shared", "store_by_code", "coordinates"];
+const SEMANTICS: &[&str] = &[
+    "block_sum",
+    "warp_ops",
+    "atomics",
+    "atomics_more",
+    "dynamic_reverse",
+    "unwritten_shared",
+    "store_by_code",
+    "coordinates",
+    "vote_until_flag",
+];
 
 fn tensor<T: Copy>(backend: &dyn Backend, dtype: DType, values: &[T]) -> Tensor {
     let mut t = Tensor::allocate(backend, dtype, &[values.len()]).unwrap();
@@ -117,6 +126,28 @@ fn warp_shuffles_ballots_and_votes_follow_hip_semantics() {
         assert_eq!(&got[i * 7..i * 7 + 7], &want, "thread {i}");
     }
     assert_eq!(report.inactive_lane_reads, 0);
+}
+
+#[test]
+fn a_warp_polling_a_flag_gives_way_to_the_warp_that_sets_it() {
+    let backend = backend_with(1);
+    let m = module(&backend, "semantics.hip", SEMANTICS);
+    for wake_reverse in [false, true] {
+        let out = Tensor::allocate(&backend, DType::I32, &[64]).unwrap();
+        let schedule = Schedule { wake_reverse, ..Schedule::default() };
+        let (m, args) = (m.clone(), [ptr(&out)]);
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(m.launch("vote_until_flag", dims(1, 64), schedule, &args).map(|_| ())));
+        // a warp that never gives way never returns: the launch would hang, not fail
+        finished.recv_timeout(Duration::from_secs(60)).expect("the launch returns").unwrap();
+        let polls = read::<i32>(&out);
+        assert!(polls[..32].iter().all(|&p| p == polls[0]), "{polls:?}");
+        // in arrival order, warp 0 polls first and runs ahead of warp 1 (queued first after each
+        // of its votes) for a while, then gives way; woken the other way round, warp 1 sets the
+        // flag before warp 0's first vote
+        assert!(if wake_reverse { polls[0] == 0 } else { polls[0] > 1 }, "{polls:?}");
+        assert!(polls[32..].iter().all(|&p| p == 0), "{polls:?}");
+    }
 }
 
 #[test]

@@ -87,3 +87,22 @@ extern "C" __global__ void coordinates(int* out) {
   int thread = ty * blockDim.x + tx;
   out[(unsigned long long)block * blockDim.x * blockDim.y + thread] = block * 1000 + thread;
 }
+
+// Warp 0 polls a flag with a vote until warp 1, after shuffles of its own, sets it: the
+// runtime runs a released warp's lanes ahead of the others', and must give way in time.
+// Each thread writes how often its warp polled.
+extern "C" __global__ void vote_until_flag(int* out) {
+  __shared__ int flag;
+  unsigned t = threadIdx.x;
+  if (t == 0) atomicExch(&flag, 0);
+  __syncthreads();
+  int polls = 0;
+  if (t < 32) {
+    while (!__any(atomicAdd(&flag, 0) != 0)) polls++;
+  } else {
+    int v = (int)t;
+    for (int i = 0; i < 4; i++) v += __shfl_xor(v, 1);
+    if (t == 32) atomicExch(&flag, v);
+  }
+  out[t] = polls;
+}
