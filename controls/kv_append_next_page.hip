@@ -30,10 +30,10 @@ extern "C" __global__ void tf_kv_append(const void* k_new, int k_new_kind, const
   long long b = blockIdx.x;
 
   if (b < cache_rows) {
-    // a cache row: copied as it is (raw 16-bit values) unless a new row lands on it
-    for (int i = 0; i < n; i++) {
-      if ((long long)slots[i] == b) return;
-    }
+    // a cache row: copied as it is (raw 16-bit values) unless a new row lands on it; a warp's
+    bool named = false;   // lanes look through the slots together, each every warpSize-th, and vote
+    for (int i = t % warpSize; i < n; i += warpSize) named |= (long long)slots[i] == b;
+    if (__any(named)) return;
     for (int j = t; j < d; j += TF_APPEND_THREADS) ((unsigned short*)cache)[b * d + j] = cache_in[b * d + j];
     return;
   }
