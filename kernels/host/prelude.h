@@ -22,6 +22,7 @@
 #include <utility>
 #include <type_traits>
 #include <sys/mman.h>
+#include <time.h>
 #include <dlfcn.h>
 #include <link.h>
 
@@ -480,6 +481,8 @@ struct Scheduler {       // one per OS thread per module, never freed (worker th
   enum { SITES = 256 };
   struct Tensor { uintptr_t data; size_t bytes; const simt_region* region; };
   struct Site { Tensor last, before; } sites[SITES];
+  // the last volatile read (see `spin`): its address, the value it found, how many in a row found it
+  uintptr_t spin_address; unsigned long long spin_value, spin_reads;
   Block block;
 };
 SIMT_RUNTIME_DATA thread_local Scheduler* tls_scheduler;
@@ -1292,6 +1295,32 @@ SIMT_NOSAN __attribute__((noinline, cold)) static void index_out_of_bounds(const
   abandon_block(s, me);
 }
 
+// A volatile read that finds what the running thread's last volatile read found (the same
+// address, the same value), again and again: a spin-wait on a flag. On a GPU another block
+// sets it; here that block runs on another worker thread, or never while this one spins on a
+// fiber of its own worker (the launch then hangs until its time limit). Past SPIN_READS such
+// reads in a row, every SPIN_PAUSE_EVERY-th sleeps a millisecond first: a wait that ends still
+// ends (a millisecond late at most), and a kernel that never returns no longer holds a core the
+// run's other jobs need until its time limit (the suite's hang control held one of two cores
+// for its whole second). A loop that only reads an unchanging volatile value (not a wait)
+// pays a millisecond per 32,768 reads past the first million. A thread's own stack (a
+// volatile local) is no flag.
+enum : unsigned long long { SPIN_READS = 1ull << 20, SPIN_PAUSE_EVERY = 1ull << 15 };
+SIMT_NOSAN __attribute__((noinline, cold)) static void spin_pause() {
+  struct timespec pause = {0, 1000 * 1000};
+  nanosleep(&pause, nullptr);
+}
+SIMT_NOSAN __attribute__((always_inline)) static inline void spin(const volatile void* p, size_t bytes) {
+  uintptr_t sp; asm("movq %%rsp, %0" : "=r"(sp));
+  uintptr_t a = (uintptr_t)p;
+  if (((a ^ sp) & ~(uintptr_t)(SIMT_STACK - 1)) == 0 || !on_fiber_stack(sp)) return;
+  Scheduler* s = self()->scheduler;
+  unsigned long long value = 0;
+  memcpy(&value, (const void*)p, bytes < sizeof value ? bytes : sizeof value);
+  if (s->spin_address != a || s->spin_value != value) { s->spin_address = a; s->spin_value = value; s->spin_reads = 0; return; }
+  if (++s->spin_reads > SPIN_READS && s->spin_reads % SPIN_PAUSE_EVERY == 0) spin_pause();
+}
+
 // The access checks of an entry point for a naturally aligned access of `bytes`.
 SIMT_NOSAN __attribute__((always_inline)) static inline void check_aligned(const volatile void* p, size_t bytes, unsigned access, void* ret) {
   check_access(p, bytes, access, ret);
@@ -1310,7 +1339,7 @@ SIMT_NOSAN __attribute__((always_inline)) static inline void check_aligned(const
   extern "C" SIMT_TSAN void __tsan_write##n(void* p) { simt::check_aligned(p, n, simt::WRITE, __builtin_return_address(0)); } \
   extern "C" SIMT_TSAN void __tsan_unaligned_read##n(void* p) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); } \
   extern "C" SIMT_TSAN void __tsan_unaligned_write##n(void* p) { simt::check_access(p, n, simt::WRITE, __builtin_return_address(0)); } \
-  extern "C" SIMT_TSAN void __tsan_volatile_read##n(void* p) { simt::check_aligned(p, n, simt::READ, __builtin_return_address(0)); } \
+  extern "C" SIMT_TSAN void __tsan_volatile_read##n(void* p) { simt::check_aligned(p, n, simt::READ, __builtin_return_address(0)); simt::spin(p, n); } \
   extern "C" SIMT_TSAN void __tsan_volatile_write##n(void* p) { simt::check_aligned(p, n, simt::WRITE, __builtin_return_address(0)); }
 SIMT_TSAN_ACCESS(1) SIMT_TSAN_ACCESS(2) SIMT_TSAN_ACCESS(4) SIMT_TSAN_ACCESS(8) SIMT_TSAN_ACCESS(16)
 extern "C" SIMT_TSAN void __tsan_read_range(void* p, size_t n) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); }

@@ -185,10 +185,13 @@ impl HostCompiler {
         if self.is_gcc {
             flags.push("-fno-extern-tls-init".into());
             flags.push("--param=tsan-instrument-func-entry-exit=0".into());
+            // volatile reads call hooks of their own, which tell a spin-wait (the prelude's `spin`)
+            flags.push("--param=tsan-distinguish-volatile=1".into());
             flags.push(super::lint::DUMP_FLAG.into());
             flags.push(super::lint::NARROWING_FLAG_GCC.into());
         } else {
             flags.extend(["-mllvm".into(), "-tsan-instrument-func-entry-exit=0".into()]);
+            flags.extend(["-mllvm".into(), "-tsan-distinguish-volatile=1".into()]);
             flags.push(super::lint::NARROWING_FLAG_CLANG.into());
         }
         flags.push(format!("-DSIMT_WARP={warp_size}"));

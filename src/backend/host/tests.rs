@@ -47,6 +47,7 @@ const SEMANTICS: &[&str] = &[
     "store_by_code",
     "coordinates",
     "vote_until_flag",
+    "wait_for_block",
 ];
 
 fn tensor<T: Copy>(backend: &dyn Backend, dtype: DType, values: &[T]) -> Tensor {
@@ -148,6 +149,22 @@ fn a_warp_polling_a_flag_gives_way_to_the_warp_that_sets_it() {
         assert!(if wake_reverse { polls[0] == 0 } else { polls[0] > 1 }, "{polls:?}");
         assert!(polls[32..].iter().all(|&p| p == 0), "{polls:?}");
     }
+}
+
+#[test]
+fn a_block_waiting_on_a_flag_past_the_spin_pauses_still_sees_it_set() {
+    let backend = backend_with(2);
+    let m = module(&backend, "semantics.hip", SEMANTICS);
+    let flag = tensor(&backend, DType::I32, &[0i32]);
+    let progress = tensor(&backend, DType::I32, &[0i32]);
+    let polled = tensor(&backend, DType::I32, &[0i32]);
+    let (m, args) = (m.clone(), [ptr(&flag), ptr(&progress), ptr(&polled)]);
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(m.launch("wait_for_block", dims(2, 1), Schedule::default(), &args).map(|_| ())));
+    finished.recv_timeout(Duration::from_secs(60)).expect("the launch returns").unwrap();
+    // three million polls of an unchanged flag: two million past the point where the pauses begin
+    assert!(read::<i32>(&polled)[0] >= 3 << 20, "{:?}", read::<i32>(&polled));
+    assert_eq!(read::<i32>(&flag), [1]);
 }
 
 #[test]

@@ -106,3 +106,21 @@ extern "C" __global__ void vote_until_flag(int* out) {
   }
   out[t] = polls;
 }
+
+// Block 0 waits for a flag that block 1 sets once block 0 has polled it three million times
+// (block 0 publishes its count as it goes): past the first million reads of the same value
+// the runtime pauses the waiting thread now and then, and the wait must still end. One
+// thread a block, on two workers.
+extern "C" __global__ void wait_for_block(volatile int* flag, volatile int* progress, int* polled) {
+  if (blockIdx.x == 0) {
+    int polls = 0;
+    while (*flag == 0) {
+      if ((++polls & 0xffff) == 0) *progress = polls;
+    }
+    *polled = polls;
+  } else {
+    while (*progress < 3 * (1 << 20)) {
+    }
+    *flag = 1;
+  }
+}
