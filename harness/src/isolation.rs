@@ -49,7 +49,7 @@ use crate::budget::Bytes;
 use crate::builds::{self, SourceKey};
 use crate::contract::{Contract, Control, Record};
 use crate::exit_guard::EXIT_CALLED_STATUS;
-use crate::gate::{Fault, Gate};
+use crate::gate::{Fault, Gate, Planted};
 use crate::processes::{self, ProcessError};
 use crate::runner::{self, CaseDone, CaseWatcher, Event, InputCache, Loaded, RecordResult, RunContext, RunReport, Settings};
 use crate::sandbox::{self, Plan, ProcessState};
@@ -599,7 +599,9 @@ pub fn run_isolated(
             cases.iter().map(of_case).max_by_key(|bytes| (bytes.host, bytes.device)).unwrap_or_default()
         })
         .collect();
-    let start_order = start_order(&footprints);
+    let to_the_limit: Vec<bool> =
+        units.iter().map(|(_, control, _)| control.is_some_and(|c| c.planted == Planted::Fault(Fault::Timeout))).collect();
+    let start_order = start_order(&footprints, &to_the_limit);
     let jobs = match info.name.as_str() {
         "host" => settings.jobs,
         _ => gpu_jobs(settings, footprints.iter().filter(|bytes| bytes.host > 0).count()),
@@ -1068,12 +1070,14 @@ fn next_unit<'m>(
 }
 
 /// The order units start in (indices into `footprints`, one per unit): those with a large
-/// case first, the largest first, then the rest in report order. A run's large units are
-/// its longest by far (seconds of gigabytes generated, copied and compared each), and those
-/// left to the end ran on alone after everything else had finished.
-fn start_order(footprints: &[Bytes]) -> Vec<usize> {
+/// case first, the largest first, then those that run until their time limit (`to_the_limit`:
+/// a control planted to hang), then the rest in report order. A run's large units are its
+/// longest by far (seconds of gigabytes generated, copied and compared each), and those left
+/// to the end ran on alone after everything else had finished; so did the hang control, last
+/// in report order, for its whole limit (on the host, a second of 9 with one core idle).
+fn start_order(footprints: &[Bytes], to_the_limit: &[bool]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..footprints.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(footprints[i].host));
+    order.sort_by_key(|&i| (std::cmp::Reverse(footprints[i].host), !to_the_limit[i]));
     order
 }
 
@@ -1188,7 +1192,7 @@ impl Unit<'_> {
     /// Whether its process surely ends with it: no worker may take it, or it is a control
     /// planted to crash, hang, exit or lose its device.
     fn ends_its_process(&self) -> bool {
-        !self.poolable || self.control.is_some_and(|c| matches!(c.planted, crate::gate::Planted::Fault(_)))
+        !self.poolable || self.control.is_some_and(|c| matches!(c.planted, Planted::Fault(_)))
     }
 
     fn failed(&self, record: &Record, fault: Option<Fault>, error: String, seconds: f64) -> RecordResult {
@@ -2033,9 +2037,13 @@ mod tests {
     #[test]
     fn the_units_of_the_largest_cases_start_first_and_the_rest_in_report_order() {
         let of = |cases: &[u64]| cases.iter().map(|&b| if b == 0 { Bytes::default() } else { Bytes::of_case(b, b) }).collect::<Vec<_>>();
-        assert_eq!(start_order(&of(&[0, 0, 5, 0, 9, 5, 0])), [4, 2, 5, 0, 1, 3, 6]);
-        assert_eq!(start_order(&of(&[0, 0, 0])), [0, 1, 2]);
-        assert_eq!(start_order(&[]), Vec::<usize>::new());
+        let none = [false; 7];
+        assert_eq!(start_order(&of(&[0, 0, 5, 0, 9, 5, 0]), &none), [4, 2, 5, 0, 1, 3, 6]);
+        assert_eq!(start_order(&of(&[0, 0, 0]), &none[..3]), [0, 1, 2]);
+        assert_eq!(start_order(&[], &[]), Vec::<usize>::new());
+        // a unit that runs to its time limit: after the large ones, before the rest
+        let hang = [false, false, false, false, false, false, true];
+        assert_eq!(start_order(&of(&[0, 0, 5, 0, 9, 5, 0]), &hang), [4, 2, 5, 6, 0, 1, 3]);
     }
 
     #[test]
@@ -2096,7 +2104,7 @@ mod tests {
     fn a_large_unit_that_must_wait_lets_the_small_ones_start() {
         let gib = |n: u64| Bytes::of_case(n << 30, n << 30);
         let footprints = [Bytes::default(), gib(8), Bytes::default(), gib(6), Bytes::default()];
-        let order = start_order(&footprints);
+        let order = start_order(&footprints, &[false; 5]);
         assert_eq!(order, [1, 3, 0, 2, 4]);
         // a 16 GiB card: 12 GiB of it for the large units, room for one of these at a time
         let memory = crate::budget::MemoryBudget::new(Bytes { host: 64 << 30, device: 12 << 30 });
