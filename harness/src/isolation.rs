@@ -599,14 +599,15 @@ pub fn run_isolated(
             cases.iter().map(of_case).max_by_key(|bytes| (bytes.host, bytes.device)).unwrap_or_default()
         })
         .collect();
-    let to_the_limit: Vec<bool> =
-        units.iter().map(|(_, control, _)| control.is_some_and(|c| c.planted == Planted::Fault(Fault::Timeout))).collect();
-    let start_order = start_order(&footprints, &to_the_limit);
     let jobs = match info.name.as_str() {
         "host" => settings.jobs,
         _ => gpu_jobs(settings, footprints.iter().filter(|bytes| bytes.host > 0).count()),
     };
     let threads = jobs.clamp(1, units.len().max(1));
+    // with one job at a time the order changes nothing but when each line prints: report order
+    let to_the_limit: Vec<bool> =
+        units.iter().map(|(_, control, _)| threads > 1 && control.is_some_and(|c| c.planted == Planted::Fault(Fault::Timeout))).collect();
+    let start_order = start_order(&footprints, &to_the_limit);
     // the processes of the first units to start, one a thread, started now (or before the
     // parent opened its backend, `Ahead`): each opens its backend (on a GPU, its device
     // context: most of a process's start-up) while the kernels build. Each started here is
@@ -1071,10 +1072,11 @@ fn next_unit<'m>(
 
 /// The order units start in (indices into `footprints`, one per unit): those with a large
 /// case first, the largest first, then those that run until their time limit (`to_the_limit`:
-/// a control planted to hang), then the rest in report order. A run's large units are its
-/// longest by far (seconds of gigabytes generated, copied and compared each), and those left
-/// to the end ran on alone after everything else had finished; so did the hang control, last
-/// in report order, for its whole limit (on the host, a second of 9 with one core idle).
+/// a control planted to hang, when jobs run side by side), then the rest in report order. A
+/// run's large units are its longest by far (seconds of gigabytes generated, copied and
+/// compared each), and those left to the end ran on alone after everything else had finished;
+/// so did the hang control, last in report order, for its whole limit (on the host, a second
+/// of 9 with one core idle).
 fn start_order(footprints: &[Bytes], to_the_limit: &[bool]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..footprints.len()).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(footprints[i].host), !to_the_limit[i]));
