@@ -177,6 +177,9 @@ pub enum MemoryFindingKind {
     /// An N-byte load or store of a tensor or shared memory at an address that is not a
     /// multiple of N: a GPU faults on it, x86 does not (host backend).
     Misaligned,
+    /// Inline assembly in kernel code: the host runs it unchecked, and a GPU never builds it
+    /// (the host build's static check).
+    InlineAssembly,
     /// An index of an array whose size the source declares (a thread's local array above all,
     /// which no access check watches) past that size or below 0; the block stopped there.
     ArrayIndexOutOfBounds,

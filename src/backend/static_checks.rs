@@ -1,5 +1,5 @@
 //! The host build's static checks (32-bit products widened late, 64-bit values narrowed to
-//! 32 bits, writable module-scope storage) for a GPU backend's kernels. They read the kernel
+//! 32 bits, writable module-scope storage, inline assembly) for a GPU backend's kernels. They read the kernel
 //! source and its host build, not the device: the same source is built for the host with the
 //! host prelude (cached as every host build is), and its findings ride on every launch of the
 //! GPU module, so a GPU run fails an offset that wraps past 2^31 elements, or a launch counter
@@ -17,7 +17,7 @@ use crate::backend::{
 };
 
 /// The findings a launch carries for a source whose build had static findings, one of each
-/// kind (offsets, module state): the first, and how many more, on the tensor `kernel`.
+/// kind (offsets, module state, assembly): the first, and how many more, on the tensor `kernel`.
 pub fn static_findings(lint: &StaticFindings) -> Vec<MemoryFinding> {
     let of = |kind: MemoryFindingKind, lines: &[String], more: &str| {
         let first = lines.first()?;
@@ -27,10 +27,14 @@ pub fn static_findings(lint: &StaticFindings) -> Vec<MemoryFinding> {
         };
         Some(MemoryFinding { kind, subject: "kernel".into(), count: lines.len() as u64, message: format!("{first}{more}") })
     };
-    [of(MemoryFindingKind::NarrowOffset, &lint.offsets, "such offsets"), of(MemoryFindingKind::ModuleState, &lint.state, "such objects")]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        of(MemoryFindingKind::NarrowOffset, &lint.offsets, "such offsets"),
+        of(MemoryFindingKind::ModuleState, &lint.state, "such objects"),
+        of(MemoryFindingKind::InlineAssembly, &lint.assembly, "such statements"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Where and how the host build runs for the checks.

@@ -34,22 +34,27 @@ pub struct StaticFindings {
     pub offsets: Vec<String>,
     /// Writable module-scope storage of kernel code ([`super::state`]).
     pub state: Vec<String>,
+    /// Inline assembly in kernel code ([`super::lint::assembly`]).
+    pub assembly: Vec<String>,
 }
 
 impl StaticFindings {
     const OFFSET: &'static str = "offset\t";
     const STATE: &'static str = "state\t";
+    const ASSEMBLY: &'static str = "asm\t";
 
     /// One tagged line per finding, as the cache keeps them.
     fn to_bytes(&self) -> Vec<u8> {
         let tagged = |tag: &'static str, lines: &[String]| lines.iter().map(move |l| format!("{tag}{l}\n")).collect::<String>();
-        format!("{}{}", tagged(Self::OFFSET, &self.offsets), tagged(Self::STATE, &self.state)).into_bytes()
+        let (offsets, state, assembly) =
+            (tagged(Self::OFFSET, &self.offsets), tagged(Self::STATE, &self.state), tagged(Self::ASSEMBLY, &self.assembly));
+        format!("{offsets}{state}{assembly}").into_bytes()
     }
 
     fn from_bytes(bytes: &[u8]) -> StaticFindings {
         let text = String::from_utf8_lossy(bytes);
         let of = |tag: &str| text.lines().filter_map(|l| l.strip_prefix(tag)).map(str::to_string).collect();
-        StaticFindings { offsets: of(Self::OFFSET), state: of(Self::STATE) }
+        StaticFindings { offsets: of(Self::OFFSET), state: of(Self::STATE), assembly: of(Self::ASSEMBLY) }
     }
 }
 
@@ -438,7 +443,15 @@ impl HostCompiler {
         };
 
         let state = super::state::findings(&object_file, &super::state::SourceText { source, text: original })?;
-        let lint = StaticFindings { offsets: offset_findings(work, &source.display_path, original, &diagnostics)?, state }.to_bytes();
+        let dumps = ssa_dumps(work)?;
+        // the prelude as the dumps name it: precompiled under its own name, else as included
+        let prelude_names = ["prelude.h", &*included.to_string_lossy()];
+        let lint = StaticFindings {
+            offsets: super::lint::findings(&dumps, &diagnostics, &source.display_path, original),
+            state,
+            assembly: super::lint::assembly(&dumps, &prelude_names, &format!("{}/", RepositoryLink::NAME)),
+        }
+        .to_bytes();
         let renames = shared_symbol_renames(&object_file, &source.display_path)?;
         if !renames.is_empty() {
             let mut objcopy = Command::new("objcopy");
@@ -537,7 +550,8 @@ fn checks_turned_off(error: EngineError) -> EngineError {
 /// The offset findings of a build, one a line in source-line order: the 32-bit offsets of
 /// the compile's SSA dump (GCC; another compiler writes no dump) and the 64-bit values the
 /// compiler said were narrowed implicitly.
-fn offset_findings(work: &Path, display_path: &str, source: &str, diagnostics: &str) -> Result<Vec<String>, EngineError> {
+/// The SSA dumps the compile wrote into `work` (GCC's; none from clang).
+fn ssa_dumps(work: &Path) -> Result<Vec<String>, EngineError> {
     let mut dumps = Vec::new();
     for entry in fs::read_dir(work).map_err(|e| EngineError::Cache { path: work.to_path_buf(), source: e })?.flatten() {
         if entry.path().extension().is_some_and(|x| x == "ssa")
@@ -546,7 +560,7 @@ fn offset_findings(work: &Path, display_path: &str, source: &str, diagnostics: &
             dumps.push(dump);
         }
     }
-    Ok(super::lint::findings(&dumps, diagnostics, display_path, source))
+    Ok(dumps)
 }
 
 /// The repository as the compiler sees it: a link named `root` in the work folder. GCC writes

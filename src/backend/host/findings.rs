@@ -242,7 +242,7 @@ pub fn describe(
     let accesses = if f.write == 0 { "reads" } else { "writes" };
     match kind {
         // not an access: the build's static check says it in its own words
-        MemoryFindingKind::NarrowOffset | MemoryFindingKind::ModuleState => String::new(),
+        MemoryFindingKind::NarrowOffset | MemoryFindingKind::ModuleState | MemoryFindingKind::InlineAssembly => String::new(),
         MemoryFindingKind::OutOfBoundsRead | MemoryFindingKind::OutOfBoundsWrite => {
             let Some(t) = usize::try_from(f.place).ok().and_then(|p| tensors.get(p)) else {
                 return format!(

@@ -16,6 +16,14 @@
 //! warning (GCC's `-Wconversion`, clang's `-Wshorten-64-to-32`) is emitted before that fold
 //! and is read from the same compile. An explicit cast (`(int)(p % half)`) is the author's
 //! stated range and passes.
+//!
+//! Third, inline assembly in kernel code ([`assembly`]): the SSA dump shows each `__asm__`
+//! statement with its source line. The host runs it unchecked (the memory checks see only
+//! what the compiler instruments), and no GPU compiler builds x86 code, so such code is one the
+//! host build alone compiles (behind `#ifdef`), and the host's gates judge other code than a
+//! GPU's. An empty template (`asm volatile("" ::: "memory")`, a compiler barrier that builds on
+//! every backend) touches nothing and passes. Not seen: `asm` at file scope (a function written
+//! in assembly; it is in no function's dump), and a clang build (which writes no dump).
 
 use std::collections::HashMap;
 
@@ -57,6 +65,64 @@ const WIDE: &[&str] = &["long int", "long long int", "long unsigned int", "long 
 #[cfg(test)]
 fn narrow_offsets(dump: &str, display_path: &str, source: &str) -> Vec<String> {
     findings(&[dump.to_string()], "", display_path, source)
+}
+
+/// Every `__asm__` statement with a template of its own in the SSA dumps, one per source line,
+/// in line order, outside the files named `prelude` (the runtime's own, as the dumps name
+/// them). `link` is the prefix the dumps give the repository's files besides the source (its
+/// includes: `root/kernels/common.h`), left out of the names shown.
+pub fn assembly(dumps: &[String], prelude: &[&str], link: &str) -> Vec<String> {
+    let mut found: Vec<(String, u32, String)> = Vec::new();
+    for line in dumps.iter().flat_map(|dump| dump.lines()) {
+        let Some((file, line, template)) = asm_statement(line) else { continue };
+        if template.is_empty() || prelude.contains(&file) {
+            continue;
+        }
+        let file = file.strip_prefix(link).unwrap_or(file);
+        if !found.iter().any(|(f, l, _)| f == file && *l == line) {
+            let shown: String = template.chars().take(60).collect();
+            let more = if template.chars().count() > 60 { "..." } else { "" };
+            found.push((file.to_string(), line, format!("{shown}{more}")));
+        }
+    }
+    found.sort();
+    found
+        .into_iter()
+        .map(|(file, line, template)| {
+            format!(
+                "{file}:{line}: inline assembly (`{template}`) runs unchecked on the host (no memory check sees what it \
+                 loads or stores), and no GPU compiler builds it: the host's gates judge code that a GPU never runs"
+            )
+        })
+        .collect()
+}
+
+/// `[file:line:col] __asm__ __volatile__("template" : ...)` as the dump prints it: the file,
+/// the line, and the template's first line as printed (escapes kept; a template of several
+/// lines goes on over the next lines of the dump).
+fn asm_statement(text: &str) -> Option<(&str, u32, &str)> {
+    let text = text.trim_start().strip_prefix('[')?;
+    let (location, rest) = text.split_once("] ")?;
+    let mut parts = location.rsplitn(3, ':');
+    let (_column, line, file) = (parts.next()?, parts.next()?.parse().ok()?, parts.next()?);
+    let mut rest = rest.strip_prefix("__asm__")?;
+    for qualifier in [" __volatile__", " goto", " __inline__"] {
+        rest = rest.strip_prefix(qualifier).unwrap_or(rest);
+    }
+    let body = rest.strip_prefix("(\"")?;
+    let mut end = body.len();
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => {
+                end = i;
+                break;
+            }
+            _ => escaped = false,
+        }
+    }
+    Some((file, line, &body[..end]))
 }
 
 /// The compiler's warnings of a 64-bit integer converted implicitly to a 32-bit one, in
@@ -466,6 +532,24 @@ void kern (const float * scores, int keys, int row, unsigned int bx, unsigned in
   [kernels/k.hip:9:17] _24 = (sizetype) _23;
   [kernels/common.h:9:17] _99 = (long long int) _15;
 ";
+
+    #[test]
+    fn inline_assembly_outside_the_prelude_is_named_with_its_line_and_an_empty_template_passes() {
+        let dump = "\n;; Function k (_Z1kPfif, funcdef_no=0)\n\nvoid k (float * out, int i, float v)\n{\n  <bb 2> :\n\
+              [kernels/k.hip:2:3] __asm__ __volatile__(\"\" :  :  : \"memory\");\n\
+              [kernels/k.hip:3:3] __asm__ __volatile__(\"movl %1, %0\" : \"=m\" [kernels/k.hip:3:42] *_3 : \"r\" v_12(D));\n\
+              [kernels/k.hip:3:9] __asm__(\"nop\");\n\
+              [root/kernels/common.h:9:3] __asm__(\"movl %3, %0\n\tmovl %4, %1\" : \"=&r\" r_2);\n\
+              [prelude.h:404:17] __asm__(\"movq %%rsp, %0\" : \"=r\" sp_6);\n\
+              [kernels/k.hip:5:10] _4 = (sizetype) i_10(D);\n}\n";
+        let found = assembly(&[dump.to_string()], &["prelude.h"], "root/");
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].starts_with("kernels/common.h:9: inline assembly (`movl %3, %0`) runs unchecked on the host"), "{found:#?}");
+        assert!(found[1].starts_with("kernels/k.hip:3: inline assembly (`movl %1, %0`) "), "{found:#?}");
+        assert_eq!(asm_statement(r#"  [k.hip:7:1] __asm__ goto("jmp %l0" :  :  :  : "x");"#), Some(("k.hip", 7, "jmp %l0")));
+        assert_eq!(asm_statement(r#"  [k.hip:7:1] __asm__("a\"b" : );"#), Some(("k.hip", 7, r#"a\"b"#)));
+        assert_eq!(asm_statement("  [k.hip:7:1] _4 = _3 + 1;"), None);
+    }
 
     #[test]
     fn products_of_two_32_bit_values_widened_to_64_bits_are_named_and_the_rest_pass() {

@@ -828,6 +828,33 @@ fn state_findings(file: &str, kernel: &str) -> Vec<crate::backend::MemoryFinding
 }
 
 #[test]
+fn inline_assembly_in_kernel_code_is_a_static_finding_named_with_its_line() {
+    use crate::backend::MemoryFindingKind;
+    let backend = backend_with(1);
+    let m = module(&backend, "assembly.hip", &["stores_in_assembly"]);
+    let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    let out = tensor(&backend, DType::F32, &[0.0f32; 64]);
+    let report = m.launch("stores_in_assembly", dims(1, 64), Schedule::default(), &[ptr(&input), ptr(&out), KernelArg::I32(64)]).unwrap();
+    // the store happened, and no access check saw it
+    assert_eq!(read::<f32>(&out), x);
+    let found: Vec<_> = report.findings.iter().filter(|f| f.kind == MemoryFindingKind::InlineAssembly).collect();
+    assert_eq!(found.len(), 1, "{:#?}", report.findings);
+    // the compiler barrier on line 8 is no finding, the store on line 10 is
+    assert_eq!(found[0].count, 1);
+    assert_eq!(
+        found[0].message,
+        "src/backend/host/test_kernels/assembly.hip:10: inline assembly (`movl %1, %0`) runs unchecked on the host (no \
+         memory check sees what it loads or stores), and no GPU compiler builds it: the host's gates judge code that a \
+         GPU never runs"
+    );
+    // the runtime's own assembly (the prelude's) is none of the kernel's
+    let lint = backend.build(&test_source("assembly.hip", "stores_in_assembly")).unwrap().lint;
+    assert_eq!(lint.assembly.len(), 1, "{lint:#?}");
+    assert!(backend.build(&test_source("state.hip", "counted")).unwrap().lint.assembly.is_empty());
+}
+
+#[test]
 fn writable_module_scope_storage_is_a_static_finding_named_with_its_line() {
     let found = state_findings("state.hip", "counted");
     assert_eq!(found.len(), 1, "{found:#?}");
