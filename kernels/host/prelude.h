@@ -1340,7 +1340,9 @@ SIMT_NOSAN __attribute__((always_inline)) static inline void check_aligned(const
   extern "C" SIMT_TSAN void __tsan_unaligned_read##n(void* p) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); } \
   extern "C" SIMT_TSAN void __tsan_unaligned_write##n(void* p) { simt::check_access(p, n, simt::WRITE, __builtin_return_address(0)); } \
   extern "C" SIMT_TSAN void __tsan_volatile_read##n(void* p) { simt::check_aligned(p, n, simt::READ, __builtin_return_address(0)); simt::spin(p, n); } \
-  extern "C" SIMT_TSAN void __tsan_volatile_write##n(void* p) { simt::check_aligned(p, n, simt::WRITE, __builtin_return_address(0)); }
+  extern "C" SIMT_TSAN void __tsan_volatile_write##n(void* p) { simt::check_aligned(p, n, simt::WRITE, __builtin_return_address(0)); } \
+  extern "C" SIMT_TSAN void __tsan_unaligned_volatile_read##n(void* p) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); simt::spin(p, n); } \
+  extern "C" SIMT_TSAN void __tsan_unaligned_volatile_write##n(void* p) { simt::check_access(p, n, simt::WRITE, __builtin_return_address(0)); }
 SIMT_TSAN_ACCESS(1) SIMT_TSAN_ACCESS(2) SIMT_TSAN_ACCESS(4) SIMT_TSAN_ACCESS(8) SIMT_TSAN_ACCESS(16)
 extern "C" SIMT_TSAN void __tsan_read_range(void* p, size_t n) { simt::check_access(p, n, simt::READ, __builtin_return_address(0)); }
 extern "C" SIMT_TSAN void __tsan_write_range(void* p, size_t n) { simt::check_access(p, n, simt::WRITE, __builtin_return_address(0)); }

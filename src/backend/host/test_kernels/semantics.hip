@@ -124,3 +124,11 @@ extern "C" __global__ void wait_for_block(volatile int* flag, volatile int* prog
     *flag = 1;
   }
 }
+
+// Volatile loads, one through a packed struct (unaligned: clang calls its unaligned volatile
+// hooks for it, GCC a byte range) and one plain: each thread adds its two values.
+struct __attribute__((packed)) tagged { char tag; volatile int value; };
+extern "C" __global__ void volatile_reads(const tagged* x, const volatile int* y, int* out) {
+  unsigned t = threadIdx.x;
+  out[t] = x[t].value + y[t];
+}
