@@ -80,7 +80,8 @@ pub fn assembly(dumps: &[String], prelude: &[&str], link: &str) -> Vec<String> {
         }
         let file = file.strip_prefix(link).unwrap_or(file);
         if !found.iter().any(|(f, l, _)| f == file && *l == line) {
-            let shown: String = template.chars().take(60).collect();
+            // the source's own text, shown on a record's line: no control character of it reaches the terminal
+            let shown: String = template.chars().take(60).map(|c| if c.is_control() { ' ' } else { c }).collect();
             let more = if template.chars().count() > 60 { "..." } else { "" };
             found.push((file.to_string(), line, format!("{shown}{more}")));
         }
@@ -549,6 +550,8 @@ void kern (const float * scores, int keys, int row, unsigned int bx, unsigned in
         assert_eq!(asm_statement(r#"  [k.hip:7:1] __asm__ goto("jmp %l0" :  :  :  : "x");"#), Some(("k.hip", 7, "jmp %l0")));
         assert_eq!(asm_statement(r#"  [k.hip:7:1] __asm__("a\"b" : );"#), Some(("k.hip", 7, r#"a\"b"#)));
         assert_eq!(asm_statement("  [k.hip:7:1] _4 = _3 + 1;"), None);
+        let escape = "  [k.hip:8:1] __asm__(\"\u{1b}[2J\tnop\");";
+        assert!(assembly(&[escape.to_string()], &[], "")[0].starts_with("k.hip:8: inline assembly (` [2J nop`)"));
     }
 
     #[test]
