@@ -445,11 +445,12 @@ impl HostCompiler {
         let state = super::state::findings(&object_file, &super::state::SourceText { source, text: original })?;
         let dumps = ssa_dumps(work)?;
         // the prelude as the dumps name it: precompiled under its own name, else as included
-        let prelude_names = ["prelude.h", &*included.to_string_lossy()];
+        let prelude_text = String::from_utf8_lossy(&read(prelude)?).into_owned();
+        let prelude = super::lint::Prelude { names: &["prelude.h", &included.to_string_lossy()], text: &prelude_text };
         let lint = StaticFindings {
             offsets: super::lint::findings(&dumps, &diagnostics, &source.display_path, original),
             state,
-            assembly: super::lint::assembly(&dumps, &prelude_names, &format!("{}/", RepositoryLink::NAME)),
+            assembly: super::lint::assembly(&dumps, &prelude, &format!("{}/", RepositoryLink::NAME)),
         }
         .to_bytes();
         let renames = shared_symbol_renames(&object_file, &source.display_path)?;
