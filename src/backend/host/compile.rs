@@ -444,9 +444,9 @@ impl HostCompiler {
 
         let state = super::state::findings(&object_file, &super::state::SourceText { source, text: original })?;
         let dumps = ssa_dumps(work)?;
-        // the prelude as the dumps name it: precompiled under its own name, else as included
         let prelude_text = String::from_utf8_lossy(&read(prelude)?).into_owned();
-        let prelude = super::lint::Prelude { names: &["prelude.h", &included.to_string_lossy()], text: &prelude_text };
+        let name = prelude.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let prelude = super::lint::Prelude { name: &name, text: &prelude_text };
         let lint = StaticFindings {
             offsets: super::lint::findings(&dumps, &diagnostics, &source.display_path, original),
             state,

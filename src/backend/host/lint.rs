@@ -67,20 +67,28 @@ fn narrow_offsets(dump: &str, display_path: &str, source: &str) -> Vec<String> {
     findings(&[dump.to_string()], "", display_path, source)
 }
 
-/// The runtime's own source, whose assembly is no finding: the names the dumps give it, and
-/// its text.
+/// The runtime's own source, whose assembly is no finding: its file name, and its text.
 pub struct Prelude<'a> {
-    pub names: &'a [&'a str],
+    /// As the dumps end its name (`prelude.h` precompiled, `./root/kernels/host/prelude.h`
+    /// in a coverage build, which includes it whole).
+    pub name: &'a str,
     pub text: &'a str,
 }
 
 impl Prelude<'_> {
-    /// Whether the statement at `file:line` is the prelude's own: named as the prelude, and its
-    /// line there an `asm` of this template (a kernel's `#line 1 "prelude.h"` names its own
-    /// code so, but cannot give it other assembly than the prelude's).
+    /// Whether the statement at `file:line` is the prelude's own: a file of the prelude's name,
+    /// its line there an `asm`, and the template's first line (what the dump's line shows) there
+    /// or on the next two lines (a template of several string literals starts below its `asm`).
+    /// A kernel's `#line 1 "prelude.h"` names its own code so, but cannot bring assembly that
+    /// begins otherwise than the prelude's.
     fn holds(&self, file: &str, line: u32, template: &str) -> bool {
-        let text = self.text.lines().nth((line as usize).saturating_sub(1)).unwrap_or("");
-        self.names.contains(&file) && text.contains("asm") && text.contains(&format!("\"{template}"))
+        let at = (line as usize).saturating_sub(1);
+        let mut lines = self.text.lines().skip(at).take(3);
+        let first = lines.next().unwrap_or("");
+        let quoted = format!("\"{template}");
+        file.rsplit('/').next() == Some(self.name)
+            && first.contains("asm")
+            && (first.contains(&quoted) || lines.any(|l| l.contains(&quoted)))
     }
 }
 
@@ -563,7 +571,7 @@ void kern (const float * scores, int keys, int row, unsigned int bx, unsigned in
         let mut prelude_text = vec![""; 404];
         prelude_text[403] = r#"  uintptr_t sp; asm("movq %%rsp, %0" : "=r"(sp));"#;
         let prelude_text = prelude_text.join("\n");
-        let prelude = Prelude { names: &["prelude.h"], text: &prelude_text };
+        let prelude = Prelude { name: "prelude.h", text: &prelude_text };
         let found = assembly(&[dump.to_string()], &prelude, "root/");
         assert_eq!(found.len(), 2, "{found:#?}");
         assert!(found[0].starts_with("kernels/common.h:9: inline assembly (`movl %3, %0`) runs unchecked on the host"), "{found:#?}");
@@ -572,11 +580,18 @@ void kern (const float * scores, int keys, int row, unsigned int bx, unsigned in
         assert_eq!(asm_statement(r#"  [k.hip:7:1] __asm__("a\"b" : );"#), Some(("k.hip", 7, r#"a\"b"#)));
         assert_eq!(asm_statement("  [k.hip:7:1] _4 = _3 + 1;"), None);
         let escape = "  [k.hip:8:1] __asm__(\"\u{1b}[2J\tnop\");";
-        let nothing = Prelude { names: &[], text: "" };
+        let nothing = Prelude { name: "prelude.h", text: "" };
         assert!(assembly(&[escape.to_string()], &nothing, "")[0].starts_with("k.hip:8: inline assembly (` [2J nop`)"));
         // a kernel's own code named as the prelude (`#line 404 "prelude.h"`) with other assembly
         let disguised = "  [prelude.h:404:3] __asm__ __volatile__(\"movl %1, %0\" : \"=m\" *_3 : \"r\" v_12(D));";
         assert_eq!(assembly(&[disguised.to_string()], &prelude, "").len(), 1);
+        // a template that starts on the line after its `asm`
+        let below = Prelude { name: "prelude.h", text: "\n  asm volatile(\n      \"leaq -128(%%rsp), %%rsp\\n\\t\"\n" };
+        let swap = "  [prelude.h:2:3] __asm__ __volatile__(\"leaq -128(%%rsp), %%rsp";
+        assert!(assembly(&[swap.to_string()], &below, "").is_empty());
+        // the prelude included whole (a coverage build) is named by its path
+        let whole = "  [./root/kernels/host/prelude.h:404:17] __asm__(\"movq %%rsp, %0\" : \"=r\" sp_6);";
+        assert!(assembly(&[whole.to_string()], &prelude, "root/").is_empty());
     }
 
     #[test]
