@@ -86,7 +86,9 @@ impl Prelude<'_> {
         let mut lines = self.text.lines().skip(at).take(3);
         let first = lines.next().unwrap_or("");
         let quoted = format!("\"{template}");
-        file.rsplit('/').next() == Some(self.name)
+        // a first line of nothing would match any quote on the line
+        !template.is_empty()
+            && file.rsplit('/').next() == Some(self.name)
             && first.contains("asm")
             && (first.contains(&quoted) || lines.any(|l| l.contains(&quoted)))
     }
@@ -99,15 +101,16 @@ impl Prelude<'_> {
 pub fn assembly(dumps: &[String], prelude: &Prelude, link: &str) -> Vec<String> {
     let mut found: Vec<(String, u32, String)> = Vec::new();
     for line in dumps.iter().flat_map(|dump| dump.lines()) {
-        let Some((file, line, template)) = asm_statement(line) else { continue };
-        if template.is_empty() || prelude.holds(file, line, template) {
+        let Some((file, line, template, whole)) = asm_statement(line) else { continue };
+        // empty only when it closes on this line: `"\n\tmovl ..."` prints its first line empty
+        if (whole && template.is_empty()) || prelude.holds(file, line, template) {
             continue;
         }
         let file = file.strip_prefix(link).unwrap_or(file);
         if !found.iter().any(|(f, l, _)| f == file && *l == line) {
             // the source's own text, shown on a record's line: no control character of it reaches the terminal
             let shown: String = template.chars().take(60).map(|c| if c.is_control() { ' ' } else { c }).collect();
-            let more = if template.chars().count() > 60 { "..." } else { "" };
+            let more = if !whole || template.chars().count() > 60 { "..." } else { "" };
             found.push((file.to_string(), line, format!("{shown}{more}")));
         }
     }
@@ -124,9 +127,9 @@ pub fn assembly(dumps: &[String], prelude: &Prelude, link: &str) -> Vec<String> 
 }
 
 /// `[file:line:col] __asm__ __volatile__("template" : ...)` as the dump prints it: the file,
-/// the line, and the template's first line as printed (escapes kept; a template of several
-/// lines goes on over the next lines of the dump).
-fn asm_statement(text: &str) -> Option<(&str, u32, &str)> {
+/// the line, the template's first line as printed (escapes kept; a template of several lines
+/// goes on over the next lines of the dump), and whether that is the whole template.
+fn asm_statement(text: &str) -> Option<(&str, u32, &str, bool)> {
     let text = text.trim_start().strip_prefix('[')?;
     let (location, rest) = text.split_once("] ")?;
     let mut parts = location.rsplitn(3, ':');
@@ -136,19 +139,15 @@ fn asm_statement(text: &str) -> Option<(&str, u32, &str)> {
         rest = rest.strip_prefix(qualifier).unwrap_or(rest);
     }
     let body = rest.strip_prefix("(\"")?;
-    let mut end = body.len();
     let mut escaped = false;
     for (i, c) in body.char_indices() {
         match c {
             '\\' if !escaped => escaped = true,
-            '"' if !escaped => {
-                end = i;
-                break;
-            }
+            '"' if !escaped => return Some((file, line, &body[..i], true)),
             _ => escaped = false,
         }
     }
-    Some((file, line, &body[..end]))
+    Some((file, line, body, false))
 }
 
 /// The compiler's warnings of a 64-bit integer converted implicitly to a 32-bit one, in
@@ -574,13 +573,17 @@ void kern (const float * scores, int keys, int row, unsigned int bx, unsigned in
         let prelude = Prelude { name: "prelude.h", text: &prelude_text };
         let found = assembly(&[dump.to_string()], &prelude, "root/");
         assert_eq!(found.len(), 2, "{found:#?}");
-        assert!(found[0].starts_with("kernels/common.h:9: inline assembly (`movl %3, %0`) runs unchecked on the host"), "{found:#?}");
+        assert!(found[0].starts_with("kernels/common.h:9: inline assembly (`movl %3, %0...`) runs unchecked on the host"), "{found:#?}");
         assert!(found[1].starts_with("kernels/k.hip:3: inline assembly (`movl %1, %0`) "), "{found:#?}");
-        assert_eq!(asm_statement(r#"  [k.hip:7:1] __asm__ goto("jmp %l0" :  :  :  : "x");"#), Some(("k.hip", 7, "jmp %l0")));
-        assert_eq!(asm_statement(r#"  [k.hip:7:1] __asm__("a\"b" : );"#), Some(("k.hip", 7, r#"a\"b"#)));
+        assert_eq!(asm_statement(r#"  [k.hip:7:1] __asm__ goto("jmp %l0" :  :  :  : "x");"#), Some(("k.hip", 7, "jmp %l0", true)));
+        assert_eq!(asm_statement(r#"  [k.hip:7:1] __asm__("a\"b" : );"#), Some(("k.hip", 7, r#"a\"b"#, true)));
         assert_eq!(asm_statement("  [k.hip:7:1] _4 = _3 + 1;"), None);
         let escape = "  [k.hip:8:1] __asm__(\"\u{1b}[2J\tnop\");";
         let nothing = Prelude { name: "prelude.h", text: "" };
+        // a template whose first line is empty, its instructions on the next
+        let newline_first = "  [k.hip:9:3] __asm__ __volatile__(\"";
+        assert!(assembly(&[newline_first.to_string()], &nothing, "")[0].starts_with("k.hip:9: inline assembly (`...`)"));
+        assert!(assembly(&[newline_first.replace("k.hip", "prelude.h")], &prelude, "").len() == 1);
         assert!(assembly(&[escape.to_string()], &nothing, "")[0].starts_with("k.hip:8: inline assembly (` [2J nop`)"));
         // a kernel's own code named as the prelude (`#line 404 "prelude.h"`) with other assembly
         let disguised = "  [prelude.h:404:3] __asm__ __volatile__(\"movl %1, %0\" : \"=m\" *_3 : \"r\" v_12(D));";
