@@ -103,6 +103,17 @@ __TF_DEVICE void __threadfence_block() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST
 __TF_DEVICE void __threadfence_system() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, ""); }
 [[noreturn]] __TF_DEVICE void __trap() { __builtin_trap(); }
 
+// ---------------------------------------------------------------- memory
+// Device code's memcpy and memset (HIP's amd_device_functions.h declares them extern "C" for
+// device code; CUDA has the same two): clang's builtins, which the AMDGPU backend expands in
+// place, as it has no C library to call.
+extern "C" __device__ __forceinline__ void* memcpy(void* dst, const void* src, size_t bytes) {
+  return __builtin_memcpy(dst, src, bytes);
+}
+extern "C" __device__ __forceinline__ void* memset(void* dst, int value, size_t bytes) {
+  return __builtin_memset(dst, value, bytes);
+}
+
 // ---------------------------------------------------------------- bit casts
 __TF_DEVICE unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
 __TF_DEVICE float __uint_as_float(unsigned u) { return __builtin_bit_cast(float, u); }

@@ -180,6 +180,10 @@ pub enum MemoryFindingKind {
     /// Inline assembly in kernel code: the host runs it unchecked, and a GPU never builds it
     /// (the host build's static check).
     InlineAssembly,
+    /// A function or object kernel code uses from outside (a C library routine: `strcpy`,
+    /// `write`) that no GPU compiler provides to device code: the host runs it unchecked, and a
+    /// GPU never builds it (the host build's static check).
+    HostOnlyCall,
     /// An index of an array whose size the source declares (a thread's local array above all,
     /// which no access check watches) past that size or below 0; the block stopped there.
     ArrayIndexOutOfBounds,

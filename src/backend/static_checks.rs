@@ -1,5 +1,6 @@
 //! The host build's static checks (32-bit products widened late, 64-bit values narrowed to
-//! 32 bits, writable module-scope storage, inline assembly) for a GPU backend's kernels. They read the kernel
+//! 32 bits, writable module-scope storage, inline assembly, what kernel code uses of the C library
+//! that no GPU has) for a GPU backend's kernels. They read the kernel
 //! source and its host build, not the device: the same source is built for the host with the
 //! host prelude (cached as every host build is), and its findings ride on every launch of the
 //! GPU module, so a GPU run fails an offset that wraps past 2^31 elements, or a launch counter
@@ -31,6 +32,7 @@ pub fn static_findings(lint: &StaticFindings) -> Vec<MemoryFinding> {
         of(MemoryFindingKind::NarrowOffset, &lint.offsets, "such offsets"),
         of(MemoryFindingKind::ModuleState, &lint.state, "such objects"),
         of(MemoryFindingKind::InlineAssembly, &lint.assembly, "such statements"),
+        of(MemoryFindingKind::HostOnlyCall, &lint.calls, "such symbols"),
     ]
     .into_iter()
     .flatten()

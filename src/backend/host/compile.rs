@@ -36,25 +36,28 @@ pub struct StaticFindings {
     pub state: Vec<String>,
     /// Inline assembly in kernel code ([`super::lint::assembly`]).
     pub assembly: Vec<String>,
+    /// What kernel code uses from outside that no GPU compiler provides ([`super::calls`]).
+    pub calls: Vec<String>,
 }
 
 impl StaticFindings {
     const OFFSET: &'static str = "offset\t";
     const STATE: &'static str = "state\t";
     const ASSEMBLY: &'static str = "asm\t";
+    const CALL: &'static str = "call\t";
 
     /// One tagged line per finding, as the cache keeps them.
     fn to_bytes(&self) -> Vec<u8> {
         let tagged = |tag: &'static str, lines: &[String]| lines.iter().map(move |l| format!("{tag}{l}\n")).collect::<String>();
-        let (offsets, state, assembly) =
-            (tagged(Self::OFFSET, &self.offsets), tagged(Self::STATE, &self.state), tagged(Self::ASSEMBLY, &self.assembly));
-        format!("{offsets}{state}{assembly}").into_bytes()
+        let (offsets, state) = (tagged(Self::OFFSET, &self.offsets), tagged(Self::STATE, &self.state));
+        let (assembly, calls) = (tagged(Self::ASSEMBLY, &self.assembly), tagged(Self::CALL, &self.calls));
+        format!("{offsets}{state}{assembly}{calls}").into_bytes()
     }
 
     fn from_bytes(bytes: &[u8]) -> StaticFindings {
         let text = String::from_utf8_lossy(bytes);
         let of = |tag: &str| text.lines().filter_map(|l| l.strip_prefix(tag)).map(str::to_string).collect();
-        StaticFindings { offsets: of(Self::OFFSET), state: of(Self::STATE), assembly: of(Self::ASSEMBLY) }
+        StaticFindings { offsets: of(Self::OFFSET), state: of(Self::STATE), assembly: of(Self::ASSEMBLY), calls: of(Self::CALL) }
     }
 }
 
@@ -123,15 +126,23 @@ const FLAGS: &[&str] = &[
     "-fsanitize=thread",
     "-g1",
     "-ftrivial-auto-var-init=pattern",
+    KEEP_LAST_CALLS,
 ];
+
+/// A call that ends a function of kernel code stays a call, so that a check called there (a
+/// copy's, `memcpy(row, ...)` as a kernel's last statement) names the kernel's line by its
+/// return address, not the line of whatever called the kernel.
+const KEEP_LAST_CALLS: &str = "-fno-optimize-sibling-calls";
 
 /// Part of every cache key: what the build does beyond its flags (the `__shared__` rewrite,
 /// the line tables' folder). Change it whenever either changes.
-const REWRITE_VERSION: &str = "shared-redzones-1, debug-prefix-map-1, narrow-offsets-3, implicit-narrowing-2, module-state-1";
+const REWRITE_VERSION: &str =
+    "shared-redzones-1, debug-prefix-map-1, narrow-offsets-3, implicit-narrowing-2, module-state-1, checked-copies-1";
 /// The rules the cached static findings were made by: their own source text, so a build
 /// cached under older rules is never taken for one checked by these (a version number someone
 /// must remember to bump would let a stale finding, or a stale absence of one, through).
-const STATIC_RULES: [&str; 3] = [include_str!("lint.rs"), include_str!("state.rs"), include_str!("shared_decls.rs")];
+const STATIC_RULES: [&str; 4] =
+    [include_str!("lint.rs"), include_str!("state.rs"), include_str!("shared_decls.rs"), include_str!("calls.rs")];
 
 #[derive(Clone, Debug)]
 pub struct HostCompiler {
@@ -215,7 +226,9 @@ impl HostCompiler {
     /// from, and checked against the SHA-256 recorded beside it before each use: one that
     /// does not match is built again.
     fn runtime_object(&self, prelude: &Path, cache_dir: &Path, kernel_flags: &[String]) -> Result<PathBuf, EngineError> {
-        let lint_flags = [super::lint::DUMP_FLAG, super::lint::NARROWING_FLAG_GCC, super::lint::NARROWING_FLAG_CLANG, KERNEL_TU_FLAG];
+        // the runtime's own tail calls name no kernel line: they stay jumps
+        let lint_flags =
+            [super::lint::DUMP_FLAG, super::lint::NARROWING_FLAG_GCC, super::lint::NARROWING_FLAG_CLANG, KERNEL_TU_FLAG, KEEP_LAST_CALLS];
         let flags: Vec<&String> = kernel_flags.iter().filter(|f| !lint_flags.contains(&f.as_str())).collect();
         let text = read(prelude)?;
         let name = self.prelude_key(&flags, &text);
@@ -329,7 +342,8 @@ impl HostCompiler {
         }
         let flags = self.flags(warp_size, mode);
         let joined = flags.join(" ");
-        let parts = [self.program.as_str(), &self.identity, &joined, REWRITE_VERSION, STATIC_RULES[0], STATIC_RULES[1], STATIC_RULES[2]];
+        let mut parts = vec![self.program.as_str(), &self.identity, &joined, REWRITE_VERSION];
+        parts.extend(STATIC_RULES);
         let key =
             |source_bytes: &[u8]| -> Result<CacheKey, EngineError> { Ok(CacheKey::new(source, source_bytes, &read(prelude)?, &parts, "")) };
         let cache = KernelCache::new(cache_dir);
@@ -442,7 +456,12 @@ impl HostCompiler {
             Err(error) => return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or_else(|| checks_turned_off(error))),
         };
 
-        let state = super::state::findings(&object_file, &super::state::SourceText { source, text: original })?;
+        let text = super::state::SourceText { source, text: original };
+        let state = super::state::findings(&object_file, &text)?;
+        // a coverage build compiles the runtime into the kernel's object (its mmap, its calloc,
+        // its own memcpy): the check and the copies' renames are for objects of kernel code alone
+        let kernel_only = flags.iter().any(|f| f == KERNEL_TU_FLAG);
+        let calls = if kernel_only { super::calls::findings(&object_file, &text)? } else { Vec::new() };
         let dumps = ssa_dumps(work)?;
         let prelude_text = String::from_utf8_lossy(&read(prelude)?).into_owned();
         let name = prelude.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -451,9 +470,10 @@ impl HostCompiler {
             offsets: super::lint::findings(&dumps, &diagnostics, &source.display_path, original),
             state,
             assembly: super::lint::assembly(&dumps, &prelude, &format!("{}/", RepositoryLink::NAME)),
+            calls,
         }
         .to_bytes();
-        let renames = shared_symbol_renames(&object_file, &source.display_path)?;
+        let renames = symbol_renames(&object_file, &source.display_path, kernel_only)?;
         if !renames.is_empty() {
             let mut objcopy = Command::new("objcopy");
             for (from, to) in &renames {
@@ -656,10 +676,18 @@ fn run_tool(mut command: Command, tool: &str, display_path: &str) -> Result<(), 
     }
 }
 
-/// Every undefined TLS symbol of the object is an `extern __shared__` array: it is pointed
-/// at the dynamic shared pool (all of them alias it, as on a GPU). clang's
-/// `_TLS_MODULE_BASE_` is the linker's own; weak `_ZTH` TLS-init hooks become a no-op.
-fn shared_symbol_renames(object_file: &Path, display_path: &str) -> Result<Vec<(String, String)>, EngineError> {
+/// The C library's copies and fills, and the instrumentation's checked ones the prelude defines.
+const CHECKED_COPIES: [(&str, &str); 3] = [("memcpy", "__tsan_memcpy"), ("memmove", "__tsan_memmove"), ("memset", "__tsan_memset")];
+
+/// What the object's undefined symbols are pointed at before the link. Every undefined TLS
+/// symbol is an `extern __shared__` array: it is pointed at the dynamic shared pool (all of
+/// them alias it, as on a GPU). clang's `_TLS_MODULE_BASE_` is the linker's own; weak `_ZTH`
+/// TLS-init hooks become a no-op. In an object of kernel code alone (`kernel_only`: not a
+/// coverage build's, which holds the runtime too), `memcpy`, `memmove` and `memset` become the
+/// prelude's checked ones: GCC calls the C library's for a copy or fill whose size is known
+/// only at run time (clang calls the instrumentation's), and it ran unchecked, so a row copy
+/// past both tensors' ends passed.
+fn symbol_renames(object_file: &Path, display_path: &str, kernel_only: bool) -> Result<Vec<(String, String)>, EngineError> {
     let data = fs::read(object_file).map_err(|e| EngineError::Cache { path: object_file.to_path_buf(), source: e })?;
     let file = object::File::parse(&*data).map_err(|e| EngineError::Tool {
         tool: "object".into(),
@@ -676,6 +704,8 @@ fn shared_symbol_renames(object_file: &Path, display_path: &str) -> Result<Vec<(
             renames.push((name.to_string(), "__simt_dynamic_shared".to_string()));
         } else if name.starts_with("_ZTH") {
             renames.push((name.to_string(), "__simt_tls_noop".to_string()));
+        } else if let Some(checked) = CHECKED_COPIES.iter().find(|(plain, _)| *plain == name).filter(|_| kernel_only) {
+            renames.push((name.to_string(), checked.1.to_string()));
         }
     }
     Ok(renames)

@@ -242,7 +242,10 @@ pub fn describe(
     let accesses = if f.write == 0 { "reads" } else { "writes" };
     match kind {
         // not an access: the build's static check says it in its own words
-        MemoryFindingKind::NarrowOffset | MemoryFindingKind::ModuleState | MemoryFindingKind::InlineAssembly => String::new(),
+        MemoryFindingKind::NarrowOffset
+        | MemoryFindingKind::ModuleState
+        | MemoryFindingKind::InlineAssembly
+        | MemoryFindingKind::HostOnlyCall => String::new(),
         MemoryFindingKind::OutOfBoundsRead | MemoryFindingKind::OutOfBoundsWrite => {
             let Some(t) = usize::try_from(f.place).ok().and_then(|p| tensors.get(p)) else {
                 return format!(
@@ -255,6 +258,10 @@ pub fn describe(
             let size = t.element_bytes.max(1) as i64;
             let place = if f.offset < 0 {
                 format!("{} before the start of `{}`", elements(((-f.offset) as u64).div_ceil(size as u64)), t.name)
+            } else if f.offset < t.bytes as i64 {
+                // a copy's range that starts inside and runs past the end: how far past it ends
+                let past = (f.offset + i64::from(f.access_bytes) - t.bytes as i64).max(1) as u64;
+                format!("{} past the end of `{}`", elements(past.div_ceil(size as u64)), t.name)
             } else {
                 format!("{} past the end of `{}`", elements(((f.offset - t.bytes as i64) / size + 1) as u64), t.name)
             };

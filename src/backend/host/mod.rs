@@ -3,6 +3,7 @@
 
 #[cfg(test)]
 mod cache_tests;
+mod calls;
 pub(crate) mod compile;
 mod findings;
 mod gemm;

@@ -64,7 +64,7 @@ fn is_runtimes(symbol: &str) -> bool {
 
 /// Symbols as the source names them (`_ZZ5callsvE1n` -> `calls()::n`), through `c++filt`,
 /// which binutils (needed for `addr2line` already) provides; a name it cannot read stays as is.
-fn demangle(symbols: &[String]) -> Vec<String> {
+pub(super) fn demangle(symbols: &[String]) -> Vec<String> {
     if symbols.is_empty() {
         return Vec::new();
     }
@@ -123,11 +123,26 @@ fn declaration(name: &str, source: &SourceText) -> Option<(String, usize, String
         let at = (start..lines.len()).find(|&i| has_word(lines[i], variable) && (function.is_none() || lines[i].contains("static")))?;
         Some((at + 1, lines[at].split("//").next().unwrap_or("").trim().to_string()))
     };
+    in_source_or_headers(source, look)
+}
+
+/// The first line of the kernel source, else of a header it includes with quotes, that names
+/// `word` (outside a `//` comment), with its file and its code.
+pub(super) fn first_line_naming(word: &str, source: &SourceText) -> Option<(String, usize, String)> {
+    in_source_or_headers(source, |text| {
+        let (at, line) = text.lines().enumerate().find(|(_, line)| has_word(line, word))?;
+        Some((at + 1, line.split("//").next().unwrap_or("").trim().to_string()))
+    })
+}
+
+/// What `look` finds (a line and its text) in the kernel source, else in the first header it
+/// includes with quotes where it finds anything, with the file's name to show.
+fn in_source_or_headers(source: &SourceText, look: impl Fn(&str) -> Option<(usize, String)>) -> Option<(String, usize, String)> {
     if let Some((line, text)) = look(source.text) {
         return Some((source.source.display_path.clone(), line, text));
     }
     for (path, display) in quoted_includes(source) {
-        if let Some((line, text)) = std::fs::read_to_string(&path).ok().as_deref().and_then(look) {
+        if let Some((line, text)) = std::fs::read_to_string(&path).ok().as_deref().and_then(&look) {
             return Some((display, line, text));
         }
     }

@@ -460,6 +460,45 @@ fn reads_past_either_end_of_a_tensor_are_named_with_tensor_distance_and_line() {
     assert!(before.ends_with("2 such reads in all"), "{before}");
 }
 
+/// A copy of a size known only at run time is a call of the C library's routine under GCC (and
+/// of the instrumentation's under clang): it is checked as one read and one write of its bytes
+/// all the same (GCC's had run unchecked, so a row copy past both tensors' ends passed).
+#[test]
+fn copies_and_clears_of_a_size_known_at_run_time_are_checked() {
+    use crate::backend::MemoryFindingKind::{OutOfBoundsRead, OutOfBoundsWrite};
+    let backend = backend_with(1);
+    let kernels = ["copies_rows", "clears_rows", "moves_rows"];
+    let m = module(&backend, "bulk_copies.hip", &kernels);
+    let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    for extra in [0, 1] {
+        for kernel in kernels {
+            let input = tensor(&backend, DType::F32, &x);
+            let out = Tensor::allocate(&backend, DType::F32, &[64]).unwrap();
+            let watched = [input.watched("x", false), out.watched("y", true)];
+            let mut args = if kernel == "clears_rows" { vec![ptr(&out)] } else { vec![ptr(&input), ptr(&out)] };
+            args.extend([KernelArg::I32(8), KernelArg::I32(8), KernelArg::I32(extra)]);
+            let launch = LaunchDims { grid: [1, 1, 1], block: [8, 1, 1], dynamic_shared: 0 };
+            let report = m.launch_watched(kernel, launch, Schedule::default(), &args, &watched).unwrap();
+            let kinds: Vec<_> = report.findings.iter().map(|f| f.kind).collect();
+            let expected = match (extra, kernel) {
+                (0, _) => vec![],
+                (_, "clears_rows") => vec![OutOfBoundsWrite],
+                _ => vec![OutOfBoundsRead, OutOfBoundsWrite],
+            };
+            assert_eq!(kinds, expected, "{kernel}, {extra} past the end: {:#?}", report.findings);
+            // named by the kernel's line (the copy ends the kernel: no tail call hides it) and
+            // by how far past the end the copy's range runs
+            let line = [("copies_rows", 10), ("clears_rows", 17), ("moves_rows", 25)].iter().find(|(k, _)| *k == kernel).unwrap().1;
+            for f in &report.findings {
+                let (verb, name) = if f.kind == OutOfBoundsRead { ("read", "x") } else { ("wrote", "y") };
+                let expected =
+                    format!("{verb} 1 element past the end of `{name}` at src/backend/host/test_kernels/bulk_copies.hip:{line} ");
+                assert!(f.message.starts_with(&expected), "{}", f.message);
+            }
+        }
+    }
+}
+
 #[test]
 fn an_access_far_from_every_tensor_is_named_and_stops_its_block_when_every_pointer_is_watched() {
     use crate::backend::MemoryFindingKind::OutOfBoundsWrite;
@@ -871,6 +910,33 @@ fn inline_assembly_in_kernel_code_is_a_static_finding_named_with_its_line() {
     let lint = backend.build(&test_source("assembly.hip", "stores_in_assembly")).unwrap().lint;
     assert_eq!(lint.assembly.len(), 1, "{lint:#?}");
     assert!(backend.build(&test_source("state.hip", "counted")).unwrap().lint.assembly.is_empty());
+}
+
+#[test]
+fn a_c_library_routine_no_gpu_has_is_a_static_finding_named_with_its_line() {
+    use crate::backend::MemoryFindingKind;
+    let backend = backend_with(1);
+    let m = module(&backend, "library_calls.hip", &["stores_through_the_c_library"]);
+    let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    let out = tensor(&backend, DType::F32, &[0.0f32; 64]);
+    let args = [ptr(&input), ptr(&out), KernelArg::I32(64)];
+    let report = m.launch("stores_through_the_c_library", dims(1, 64), Schedule::default(), &args).unwrap();
+    // the store happened, and no access check saw it
+    assert_eq!(read::<f32>(&out), x);
+    // read off the object's symbols: GCC's build and clang's alike; expf and sqrtf are device code's
+    let found: Vec<_> = report.findings.iter().filter(|f| f.kind == MemoryFindingKind::HostOnlyCall).collect();
+    assert_eq!(found.len(), 1, "{:#?}", report.findings);
+    assert_eq!(found[0].count, 1);
+    assert_eq!(
+        found[0].message,
+        "src/backend/host/test_kernels/library_calls.hip:13: uses `wmemcpy` (`wmemcpy((wchar_t*)&y[i], (const wchar_t*)&v, \
+         1);`), which no GPU compiler provides to device code: the host runs it unchecked (no memory check sees what it \
+         loads or stores), and the host's gates judge code that a GPU never runs"
+    );
+    // none in a kernel that uses only what device code has
+    assert!(backend.build(&test_source("state.hip", "counted")).unwrap().lint.calls.is_empty());
+    assert!(backend.build(&test_source("assembly.hip", "stores_in_assembly")).unwrap().lint.calls.is_empty());
 }
 
 #[test]
