@@ -273,6 +273,7 @@ fn each_control_swapped_in_for_its_kernel_fails_the_run_at_its_gate() {
             " is multiplied in 32 bits and only then widened to 64",
             " is writable module-scope storage",
             ": inline assembly (`",
+            ": x86 intrinsic (`",
             ", which no GPU compiler provides to device code",
             "misaligned ",
         ];

@@ -34,7 +34,8 @@ pub struct StaticFindings {
     pub offsets: Vec<String>,
     /// Writable module-scope storage of kernel code ([`super::state`]).
     pub state: Vec<String>,
-    /// Inline assembly in kernel code ([`super::lint::assembly`]).
+    /// Inline assembly and x86 intrinsics in kernel code ([`super::lint::assembly`],
+    /// [`super::lint::x86_builtins`]).
     pub assembly: Vec<String>,
     /// What kernel code uses from outside that no GPU compiler provides ([`super::calls`]).
     pub calls: Vec<String>,
@@ -469,7 +470,12 @@ impl HostCompiler {
         let lint = StaticFindings {
             offsets: super::lint::findings(&dumps, &diagnostics, &source.display_path, original),
             state,
-            assembly: super::lint::assembly(&dumps, &prelude, &format!("{}/", RepositoryLink::NAME)),
+            // x86 intrinsics are assembly in all but name: the same finding
+            assembly: [
+                super::lint::assembly(&dumps, &prelude, &format!("{}/", RepositoryLink::NAME)),
+                super::lint::x86_builtins(&dumps, &format!("{}/", RepositoryLink::NAME)),
+            ]
+            .concat(),
             calls,
         }
         .to_bytes();

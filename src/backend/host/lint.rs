@@ -23,7 +23,9 @@
 //! host build alone compiles (behind `#ifdef`), and the host's gates judge other code than a
 //! GPU's. An empty template (`asm volatile("" ::: "memory")`, a compiler barrier that builds on
 //! every backend) touches nothing and passes. Not seen: `asm` at file scope (a function written
-//! in assembly; it is in no function's dump), and a clang build (which writes no dump).
+//! in assembly; it is in no function's dump), and a clang build (which writes no dump). x86
+//! intrinsics are the same code under another name ([`x86_builtins`]): `_mm_stream_si32` is
+//! GCC's `__builtin_ia32_movnti`, a store the instrumentation does not see.
 
 use std::collections::HashMap;
 
@@ -126,14 +128,90 @@ pub fn assembly(dumps: &[String], prelude: &Prelude, link: &str) -> Vec<String> 
         .collect()
 }
 
-/// `[file:line:col] __asm__ __volatile__("template" : ...)` as the dump prints it: the file,
-/// the line, the template's first line as printed (escapes kept; a template of several lines
-/// goes on over the next lines of the dump), and whether that is the whole template.
-fn asm_statement(text: &str) -> Option<(&str, u32, &str, bool)> {
+/// The prefix of GCC's x86 builtins: `_mm_stream_ps` is `__builtin_ia32_movntps`, a store
+/// the instrumentation does not see (nor is it assembly of the source's own).
+const X86_BUILTIN: &str = "__builtin_ia32_";
+
+/// Every call of an x86 builtin in kernel code (outside the compiler's intrinsics headers),
+/// directly or through an intrinsic of those headers
+/// that reaches one (`_mm_stream_si32` calls `__builtin_ia32_movnti`), one per source line, in
+/// line order: like inline assembly, such code runs unchecked on the host (a non-temporal store
+/// is no instrumented store) and builds for no GPU. `link` is as for [`assembly`].
+pub fn x86_builtins(dumps: &[String], link: &str) -> Vec<String> {
+    let functions: Vec<(&str, Vec<Located>)> = dumps
+        .iter()
+        .flat_map(|dump| dump.split("\n;; Function ").skip(1))
+        .map(|function| {
+            let name = function.split(' ').next().unwrap_or("");
+            (name, function.lines().filter_map(located).collect())
+        })
+        .collect();
+    let calls = |text: &str, callee: &str| {
+        text.match_indices(&format!("{callee} (")).any(|(at, _)| !text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+    };
+    // the compiler's intrinsics that reach a builtin, to a fixed point (one calls another)
+    let in_headers = |statements: &[Located]| statements.first().is_some_and(|(file, _, _)| is_intrinsics_header(file));
+    let mut intrinsics: Vec<&str> = Vec::new();
+    loop {
+        let before = intrinsics.len();
+        for (name, statements) in &functions {
+            let reaches = statements.iter().any(|(_, _, text)| text.contains(X86_BUILTIN) || intrinsics.iter().any(|i| calls(text, i)));
+            if in_headers(statements) && reaches && !intrinsics.contains(name) {
+                intrinsics.push(name);
+            }
+        }
+        if intrinsics.len() == before {
+            break;
+        }
+    }
+    let mut found: Vec<(String, u32, String)> = Vec::new();
+    for (file, line, text) in functions.iter().flat_map(|(_, statements)| statements) {
+        if is_intrinsics_header(file) {
+            continue;
+        }
+        let builtin = text.find(X86_BUILTIN).map(|at| text[at..].split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(""));
+        let Some(called) = builtin.or_else(|| intrinsics.iter().copied().find(|i| calls(text, i))) else { continue };
+        let file = file.strip_prefix(link).unwrap_or(file);
+        if !found.iter().any(|(f, l, _)| f == file && l == line) {
+            found.push((file.to_string(), *line, called.to_string()));
+        }
+    }
+    found.sort();
+    found
+        .into_iter()
+        .map(|(file, line, called)| {
+            format!(
+                "{file}:{line}: x86 intrinsic (`{called}`) runs unchecked on the host (no memory check sees what it loads or \
+                 stores), and no GPU compiler builds it: the host's gates judge code that a GPU never runs"
+            )
+        })
+        .collect()
+}
+
+/// GCC's x86 intrinsics headers (`xmmintrin.h`, `emmintrin.h`, `avx512fintrin.h`: every one is
+/// named so). Not every file at an absolute path: a kernel or control outside the repository
+/// is named so too.
+fn is_intrinsics_header(file: &str) -> bool {
+    file.rsplit('/').next().is_some_and(|name| name.ends_with("intrin.h"))
+}
+
+/// A dump's statement: its file, its line and its text.
+type Located<'a> = (&'a str, u32, &'a str);
+
+/// A dump's statement `[file:line:col] text`: its file, line and text.
+fn located(text: &str) -> Option<Located<'_>> {
     let text = text.trim_start().strip_prefix('[')?;
     let (location, rest) = text.split_once("] ")?;
     let mut parts = location.rsplitn(3, ':');
     let (_column, line, file) = (parts.next()?, parts.next()?.parse().ok()?, parts.next()?);
+    Some((file, line, rest))
+}
+
+/// `[file:line:col] __asm__ __volatile__("template" : ...)` as the dump prints it: the file,
+/// the line, the template's first line as printed (escapes kept; a template of several lines
+/// goes on over the next lines of the dump), and whether that is the whole template.
+fn asm_statement(text: &str) -> Option<(&str, u32, &str, bool)> {
+    let (file, line, rest) = located(text)?;
     let mut rest = rest.strip_prefix("__asm__")?;
     for qualifier in [" __volatile__", " goto", " __inline__"] {
         rest = rest.strip_prefix(qualifier).unwrap_or(rest);
@@ -557,6 +635,37 @@ void kern (const float * scores, int keys, int row, unsigned int bx, unsigned in
   [kernels/k.hip:9:17] _24 = (sizetype) _23;
   [kernels/common.h:9:17] _99 = (long long int) _15;
 ";
+
+    #[test]
+    fn x86_builtins_in_kernel_code_are_named_directly_or_through_the_headers_intrinsics() {
+        let header = "/usr/lib/gcc/x86_64-linux-gnu/12/include";
+        let dump = format!(
+            "\n;; Function _mm_stream_si32 (_Z15_mm_stream_si32Pii, funcdef_no=1)\n\
+               [{header}/emmintrin.h:1496:25] __builtin_ia32_movnti (__A_2(D), __B_3(D));\n\
+             \n;; Function _mm_wrapped (_Z11_mm_wrappedPii, funcdef_no=2)\n\
+               [{header}/otherintrin.h:9:3] _mm_stream_si32 (p_1(D), v_2(D));\n\
+             \n;; Function _mm_loadu_ps (_Z12_mm_loadu_psPKf, funcdef_no=3)\n\
+               [{header}/xmmintrin.h:20:3] _2 = MEM[(__m128_u * {{ref-all}})__P_1(D)];\n\
+             \n;; Function k (k, funcdef_no=4)\n\
+               [root/kernels/k.hip:7:3] _mm_stream_si32 (_6, v_11);\n\
+               [root/kernels/k.hip:8:3] v_12 = _mm_loadu_ps (_3);\n\
+               [root/kernels/k.hip:9:3] my_mm_stream_si32 (_6, v_11);\n\
+               [root/kernels/k.hip:10:3] __builtin_ia32_sfence ();\n\
+               [root/kernels/k.hip:11:3] _mm_wrapped (_6, v_11);\n\
+               [root/kernels/k.hip:11:20] _mm_wrapped (_7, v_11);\n\
+             \n;; Function outside (outside, funcdef_no=5)\n\
+               [/tmp/x/controls/c.hip:3:3] _mm_stream_si32 (_6, v_11);\n"
+        );
+        let found = x86_builtins(&[dump], "root/");
+        assert_eq!(found.len(), 4, "{found:#?}");
+        // a kernel outside the repository is named by its absolute path, and is kernel code all the same
+        assert!(found[0].starts_with("/tmp/x/controls/c.hip:3: x86 intrinsic (`_mm_stream_si32`) "), "{found:#?}");
+        let found = &found[1..];
+        // in line order; `_mm_loadu_ps` is a plain load, `my_mm_stream_si32` another name
+        assert!(found[0].starts_with("kernels/k.hip:7: x86 intrinsic (`_mm_stream_si32`) runs unchecked on the host"), "{found:#?}");
+        assert!(found[1].starts_with("kernels/k.hip:10: x86 intrinsic (`__builtin_ia32_sfence`) "), "{found:#?}");
+        assert!(found[2].starts_with("kernels/k.hip:11: x86 intrinsic (`_mm_wrapped`) "), "{found:#?}");
+    }
 
     #[test]
     fn inline_assembly_outside_the_prelude_is_named_with_its_line_and_an_empty_template_passes() {

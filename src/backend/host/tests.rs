@@ -913,6 +913,36 @@ fn inline_assembly_in_kernel_code_is_a_static_finding_named_with_its_line() {
 }
 
 #[test]
+fn an_x86_intrinsic_in_kernel_code_is_a_static_finding_named_with_its_line() {
+    use crate::backend::MemoryFindingKind;
+    let backend = backend_with(1);
+    let m = module(&backend, "intrinsics.hip", &["stores_with_intrinsics"]);
+    let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let input = tensor(&backend, DType::F32, &x);
+    let out = tensor(&backend, DType::F32, &[0.0f32; 64]);
+    let args = [ptr(&input), ptr(&out), KernelArg::I32(64)];
+    let report = m.launch("stores_with_intrinsics", dims(1, 64), Schedule::default(), &args).unwrap();
+    // the store happened, and no access check saw it
+    assert_eq!(read::<f32>(&out), x);
+    if backend.compiler().identity.contains("clang") {
+        // clang writes no SSA dump: the check is a GCC build's (the README says so)
+        assert!(report.findings.iter().all(|f| f.kind != MemoryFindingKind::InlineAssembly), "{:#?}", report.findings);
+        return;
+    }
+    let found: Vec<_> = report.findings.iter().filter(|f| f.kind == MemoryFindingKind::InlineAssembly).collect();
+    assert_eq!(found.len(), 1, "{:#?}", report.findings);
+    // the helper's store through `_mm_stream_si32` (line 7); `_mm_load_ss` and `_mm_cvtss_f32`
+    // are a plain load and a lane read, which reach no builtin
+    assert_eq!(found[0].count, 1, "{:#?}", found[0]);
+    assert_eq!(
+        found[0].message,
+        "src/backend/host/test_kernels/intrinsics.hip:7: x86 intrinsic (`_mm_stream_si32`) runs unchecked on the host \
+         (no memory check sees what it loads or stores), and no GPU compiler builds it: the host's gates judge code that \
+         a GPU never runs"
+    );
+}
+
+#[test]
 fn a_c_library_routine_no_gpu_has_is_a_static_finding_named_with_its_line() {
     use crate::backend::MemoryFindingKind;
     let backend = backend_with(1);
