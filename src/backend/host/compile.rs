@@ -117,6 +117,9 @@ fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
 /// pattern (a huge or NaN value), not whatever the register last held. On a GPU an
 /// uninitialised accumulator holds garbage; on the host, without this, it often held a
 /// harmless 0 and such a kernel passed or failed by the seed.
+/// `-U_FORTIFY_SOURCE`: some distributions' GCC (Ubuntu's) turns it on with `-O`, and then a
+/// kernel's `memcpy` into a local of known size is a call of glibc's `__memcpy_chk`, which
+/// neither the checked copies nor the check of what kernel code uses from the C library allow.
 const FLAGS: &[&str] = &[
     "-std=c++20",
     "-O2",
@@ -128,6 +131,7 @@ const FLAGS: &[&str] = &[
     "-g1",
     "-ftrivial-auto-var-init=pattern",
     KEEP_LAST_CALLS,
+    "-U_FORTIFY_SOURCE",
 ];
 
 /// A call that ends a function of kernel code stays a call, so that a check called there (a

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 26, call 1 (takes 25-warps/gpu.sh's place): G (.device/contracts-g, a release build of
-# main at 140fe6b or later) on the whole suite, cold then warm twice: every record green, every
+# main at db9ac2e or later) on the whole suite, cold then warm twice: every record green, every
 # control red (the GPU runs' static checks now include what kernel code uses of the C library
-# beyond device code's; both new controls are host-only). Then every tf_kv_append mutant on the
+# beyond device code's or calls an x86 intrinsic; the three new controls are host-only). Then every tf_kv_append mutant on the
 # GPU: its new lines' GPU-only survivors must be the five known gaps mutants.toml lists.
 set -u
 export KERNEL_CONTRACTS_NVRTC_DIR=/usr/local/cuda-13.0/targets/x86_64-linux/lib
