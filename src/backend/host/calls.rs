@@ -163,10 +163,7 @@ fn finding(name: &str, source: &super::state::SourceText) -> (usize, String) {
     let head = name.split('(').next().unwrap_or(name);
     let word = head.rsplit("::").next().unwrap_or(head);
     let named = super::state::first_line_naming(word, source);
-    let order = match &named {
-        Some((file, line, _)) if *file == source.source.display_path => *line,
-        _ => usize::MAX,
-    };
+    let order = super::state::line_order(&named, source);
     let place = named
         .map(|(file, line, text)| format!("{file}:{line}: uses `{name}` (`{text}`)"))
         .unwrap_or_else(|| format!("{}: uses `{name}`", source.source.display_path));

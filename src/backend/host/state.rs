@@ -83,10 +83,7 @@ pub(super) fn demangle(symbols: &[String]) -> Vec<String> {
 /// to do instead), with its line to order the findings by (headers and unfound ones last).
 fn finding(name: &str, source: &SourceText) -> (usize, String) {
     let declared = declaration(name, source);
-    let order = match &declared {
-        Some((file, line, _)) if *file == source.source.display_path => *line,
-        _ => usize::MAX,
-    };
+    let order = line_order(&declared, source);
     let place = declared
         .map(|(file, line, text)| format!("{file}:{line}: `{name}` (`{text}`)"))
         .unwrap_or_else(|| format!("{}: `{name}`", source.source.display_path));
@@ -96,6 +93,15 @@ fn finding(name: &str, source: &SourceText) -> (usize, String) {
          memory, or make it `const` or `__constant__`)"
     );
     (order, text)
+}
+
+/// Where a finding found at `place` (a file, a line, its text) goes among the source's: its
+/// line in the kernel source, and after all of them in a header or when not found.
+pub(super) fn line_order(place: &Option<(String, usize, String)>, source: &SourceText) -> usize {
+    match place {
+        Some((file, line, _)) if *file == source.source.display_path => *line,
+        _ => usize::MAX,
+    }
 }
 
 /// `calls()::n` -> (`calls`, `n`); `ns::count` -> (no function, `count`).

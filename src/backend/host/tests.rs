@@ -880,24 +880,30 @@ fn state_findings(file: &str, kernel: &str) -> Vec<crate::backend::MemoryFinding
     report.findings.into_iter().filter(|f| f.kind == MemoryFindingKind::ModuleState).collect()
 }
 
-#[test]
-fn inline_assembly_in_kernel_code_is_a_static_finding_named_with_its_line() {
-    use crate::backend::MemoryFindingKind;
+/// Launches `kernel` of `file`, whose host build copies x (0 to 63) into y by a path no memory
+/// check sees: asserts that the copy happened, and returns the launch's findings of `kind` and
+/// whether the compiler is clang (which writes no SSA dump).
+fn unseen_copy_findings(file: &str, kernel: &str, kind: crate::backend::MemoryFindingKind) -> (Vec<crate::backend::MemoryFinding>, bool) {
     let backend = backend_with(1);
-    let m = module(&backend, "assembly.hip", &["stores_in_assembly"]);
+    let m = module(&backend, file, &[kernel]);
     let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
     let input = tensor(&backend, DType::F32, &x);
     let out = tensor(&backend, DType::F32, &[0.0f32; 64]);
-    let report = m.launch("stores_in_assembly", dims(1, 64), Schedule::default(), &[ptr(&input), ptr(&out), KernelArg::I32(64)]).unwrap();
-    // the store happened, and no access check saw it
-    assert_eq!(read::<f32>(&out), x);
-    if backend.compiler().identity.contains("clang") {
+    let report = m.launch(kernel, dims(1, 64), Schedule::default(), &[ptr(&input), ptr(&out), KernelArg::I32(64)]).unwrap();
+    assert_eq!(read::<f32>(&out), x, "{kernel}: the copy");
+    let clang = backend.compiler().identity.contains("clang");
+    (report.findings.into_iter().filter(|f| f.kind == kind).collect(), clang)
+}
+
+#[test]
+fn inline_assembly_in_kernel_code_is_a_static_finding_named_with_its_line() {
+    let (found, clang) = unseen_copy_findings("assembly.hip", "stores_in_assembly", crate::backend::MemoryFindingKind::InlineAssembly);
+    if clang {
         // clang writes no SSA dump: the check is a GCC build's (the README says so)
-        assert!(report.findings.iter().all(|f| f.kind != MemoryFindingKind::InlineAssembly), "{:#?}", report.findings);
+        assert!(found.is_empty(), "{found:#?}");
         return;
     }
-    let found: Vec<_> = report.findings.iter().filter(|f| f.kind == MemoryFindingKind::InlineAssembly).collect();
-    assert_eq!(found.len(), 1, "{:#?}", report.findings);
+    assert_eq!(found.len(), 1, "{found:#?}");
     // the compiler barrier on line 8 is no finding, the store on line 10 is
     assert_eq!(found[0].count, 1);
     assert_eq!(
@@ -907,6 +913,7 @@ fn inline_assembly_in_kernel_code_is_a_static_finding_named_with_its_line() {
          GPU never runs"
     );
     // the runtime's own assembly (the prelude's) is none of the kernel's
+    let backend = backend_with(1);
     let lint = backend.build(&test_source("assembly.hip", "stores_in_assembly")).unwrap().lint;
     assert_eq!(lint.assembly.len(), 1, "{lint:#?}");
     assert!(backend.build(&test_source("state.hip", "counted")).unwrap().lint.assembly.is_empty());
@@ -914,23 +921,14 @@ fn inline_assembly_in_kernel_code_is_a_static_finding_named_with_its_line() {
 
 #[test]
 fn an_x86_intrinsic_in_kernel_code_is_a_static_finding_named_with_its_line() {
-    use crate::backend::MemoryFindingKind;
-    let backend = backend_with(1);
-    let m = module(&backend, "intrinsics.hip", &["stores_with_intrinsics"]);
-    let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
-    let input = tensor(&backend, DType::F32, &x);
-    let out = tensor(&backend, DType::F32, &[0.0f32; 64]);
-    let args = [ptr(&input), ptr(&out), KernelArg::I32(64)];
-    let report = m.launch("stores_with_intrinsics", dims(1, 64), Schedule::default(), &args).unwrap();
-    // the store happened, and no access check saw it
-    assert_eq!(read::<f32>(&out), x);
-    if backend.compiler().identity.contains("clang") {
+    let (found, clang) =
+        unseen_copy_findings("intrinsics.hip", "stores_with_intrinsics", crate::backend::MemoryFindingKind::InlineAssembly);
+    if clang {
         // clang writes no SSA dump: the check is a GCC build's (the README says so)
-        assert!(report.findings.iter().all(|f| f.kind != MemoryFindingKind::InlineAssembly), "{:#?}", report.findings);
+        assert!(found.is_empty(), "{found:#?}");
         return;
     }
-    let found: Vec<_> = report.findings.iter().filter(|f| f.kind == MemoryFindingKind::InlineAssembly).collect();
-    assert_eq!(found.len(), 1, "{:#?}", report.findings);
+    assert_eq!(found.len(), 1, "{found:#?}");
     // the helper's store through `_mm_stream_si32` (line 7); `_mm_load_ss` and `_mm_cvtss_f32`
     // are a plain load and a lane read, which reach no builtin
     assert_eq!(found[0].count, 1, "{:#?}", found[0]);
@@ -944,19 +942,10 @@ fn an_x86_intrinsic_in_kernel_code_is_a_static_finding_named_with_its_line() {
 
 #[test]
 fn a_c_library_routine_no_gpu_has_is_a_static_finding_named_with_its_line() {
-    use crate::backend::MemoryFindingKind;
-    let backend = backend_with(1);
-    let m = module(&backend, "library_calls.hip", &["stores_through_the_c_library"]);
-    let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
-    let input = tensor(&backend, DType::F32, &x);
-    let out = tensor(&backend, DType::F32, &[0.0f32; 64]);
-    let args = [ptr(&input), ptr(&out), KernelArg::I32(64)];
-    let report = m.launch("stores_through_the_c_library", dims(1, 64), Schedule::default(), &args).unwrap();
-    // the store happened, and no access check saw it
-    assert_eq!(read::<f32>(&out), x);
+    let kind = crate::backend::MemoryFindingKind::HostOnlyCall;
     // read off the object's symbols: GCC's build and clang's alike; expf and sqrtf are device code's
-    let found: Vec<_> = report.findings.iter().filter(|f| f.kind == MemoryFindingKind::HostOnlyCall).collect();
-    assert_eq!(found.len(), 1, "{:#?}", report.findings);
+    let (found, _) = unseen_copy_findings("library_calls.hip", "stores_through_the_c_library", kind);
+    assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].count, 1);
     assert_eq!(
         found[0].message,
@@ -965,6 +954,7 @@ fn a_c_library_routine_no_gpu_has_is_a_static_finding_named_with_its_line() {
          loads or stores), and the host's gates judge code that a GPU never runs"
     );
     // none in a kernel that uses only what device code has
+    let backend = backend_with(1);
     assert!(backend.build(&test_source("state.hip", "counted")).unwrap().lint.calls.is_empty());
     assert!(backend.build(&test_source("assembly.hip", "stores_in_assembly")).unwrap().lint.calls.is_empty());
 }
