@@ -189,10 +189,11 @@ pub fn x86_builtins(dumps: &[String], link: &str) -> Vec<String> {
 }
 
 /// GCC's x86 intrinsics headers (`xmmintrin.h`, `emmintrin.h`, `avx512fintrin.h`: every one is
-/// named so). Not every file at an absolute path: a kernel or control outside the repository
-/// is named so too.
+/// named so, in GCC's own include folder). Not every file at an absolute path (a kernel or a
+/// control outside the repository is named so too), nor a header of the kernel's that takes such
+/// a name (its builtins are the kernel's).
 fn is_intrinsics_header(file: &str) -> bool {
-    file.rsplit('/').next().is_some_and(|name| name.ends_with("intrin.h"))
+    file.starts_with('/') && file.contains("/gcc/") && file.rsplit('/').next().is_some_and(|name| name.ends_with("intrin.h"))
 }
 
 /// A dump's statement: its file, its line and its text.
@@ -657,10 +658,15 @@ void kern (const float * scores, int keys, int row, unsigned int bx, unsigned in
                [root/kernels/k.hip:11:3] _mm_wrapped (_6, v_11);\n\
                [root/kernels/k.hip:11:20] _mm_wrapped (_7, v_11);\n\
              \n;; Function outside (outside, funcdef_no=5)\n\
-               [/tmp/x/controls/c.hip:3:3] _mm_stream_si32 (_6, v_11);\n"
+               [/tmp/x/controls/c.hip:3:3] _mm_stream_si32 (_6, v_11);\n\
+             \n;; Function sneaky (sneaky, funcdef_no=6)\n\
+               [root/kernels/sneakyintrin.h:2:3] __builtin_ia32_movnti (p_1(D), v_2(D));\n"
         );
         let found = x86_builtins(&[dump], "root/");
-        assert_eq!(found.len(), 4, "{found:#?}");
+        assert_eq!(found.len(), 5, "{found:#?}");
+        // a header of the kernel's named as an intrinsics header is the kernel's all the same
+        assert!(found[4].starts_with("kernels/sneakyintrin.h:2: x86 intrinsic (`__builtin_ia32_movnti`) "), "{found:#?}");
+        let found = &found[..4];
         // a kernel outside the repository is named by its absolute path, and is kernel code all the same
         assert!(found[0].starts_with("/tmp/x/controls/c.hip:3: x86 intrinsic (`_mm_stream_si32`) "), "{found:#?}");
         let found = &found[1..];
