@@ -14,18 +14,11 @@
 //! image), and what the allowed math routines that store through a pointer (`sincosf`,
 //! `frexpf`, `modff`, `remquof`) store, which no check judges either.
 
-use std::path::Path;
-
 use object::{Object, ObjectSymbol, SymbolKind};
 
-use crate::EngineError;
-
-/// One finding a line for each symbol the object at `object` uses from outside that no GPU
-/// compiler provides to device code, in the source's line order (unfound ones last).
-pub fn findings(object: &Path, source: &super::state::SourceText) -> Result<Vec<String>, EngineError> {
-    let failed = |reason: String| EngineError::Tool { tool: "object".into(), path: source.source.display_path.clone(), reason };
-    let data = std::fs::read(object).map_err(|e| failed(e.to_string()))?;
-    let file = object::File::parse(&*data).map_err(|e| failed(e.to_string()))?;
+/// One finding a line for each symbol the compiled kernel's object `file` uses from outside
+/// that no GPU compiler provides to device code, in the source's line order (unfound ones last).
+pub fn findings(file: &object::File, source: &super::state::SourceText) -> Vec<String> {
     let mut names: Vec<String> = file
         .symbols()
         .filter(|s| s.is_undefined() && s.kind() != SymbolKind::Tls)
@@ -36,7 +29,7 @@ pub fn findings(object: &Path, source: &super::state::SourceText) -> Result<Vec<
     names.dedup();
     let mut found: Vec<(usize, String)> = super::state::demangle(&names).into_iter().map(|name| finding(&name, source)).collect();
     found.sort();
-    Ok(found.into_iter().map(|(_, text)| text).collect())
+    found.into_iter().map(|(_, text)| text).collect()
 }
 
 /// The runtime's symbols (namespace `simt`, `__simt_*`, `simt_*`), the instrumentation's

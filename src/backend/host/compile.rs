@@ -461,29 +461,33 @@ impl HostCompiler {
             Err(error) => return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or_else(|| checks_turned_off(error))),
         };
 
+        // the object, read once for the checks of its symbols and the renames before the link
+        let object_bytes = fs::read(&object_file).map_err(|e| EngineError::Cache { path: object_file.clone(), source: e })?;
+        let object = object::File::parse(&*object_bytes).map_err(|e| EngineError::Tool {
+            tool: "object".into(),
+            path: source.display_path.clone(),
+            reason: e.to_string(),
+        })?;
         let text = super::state::SourceText { source, text: original };
-        let state = super::state::findings(&object_file, &text)?;
+        let state = super::state::findings(&object, &text);
         // a coverage build compiles the runtime into the kernel's object (its mmap, its calloc,
         // its own memcpy): the check and the copies' renames are for objects of kernel code alone
         let kernel_only = flags.iter().any(|f| f == KERNEL_TU_FLAG);
-        let calls = if kernel_only { super::calls::findings(&object_file, &text)? } else { Vec::new() };
+        let calls = if kernel_only { super::calls::findings(&object, &text) } else { Vec::new() };
         let dumps = ssa_dumps(work)?;
         let prelude_text = String::from_utf8_lossy(&read(prelude)?).into_owned();
         let name = prelude.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let prelude = super::lint::Prelude { name: &name, text: &prelude_text };
+        let linked = format!("{}/", RepositoryLink::NAME);
         let lint = StaticFindings {
             offsets: super::lint::findings(&dumps, &diagnostics, &source.display_path, original),
             state,
             // x86 intrinsics are assembly in all but name: the same finding
-            assembly: [
-                super::lint::assembly(&dumps, &prelude, &format!("{}/", RepositoryLink::NAME)),
-                super::lint::x86_builtins(&dumps, &format!("{}/", RepositoryLink::NAME)),
-            ]
-            .concat(),
+            assembly: [super::lint::assembly(&dumps, &prelude, &linked), super::lint::x86_builtins(&dumps, &linked)].concat(),
             calls,
         }
         .to_bytes();
-        let renames = symbol_renames(&object_file, &source.display_path, kernel_only)?;
+        let renames = symbol_renames(&object, kernel_only);
         if !renames.is_empty() {
             let mut objcopy = Command::new("objcopy");
             for (from, to) in &renames {
@@ -697,13 +701,7 @@ const CHECKED_COPIES: [(&str, &str); 3] = [("memcpy", "__tsan_memcpy"), ("memmov
 /// prelude's checked ones: GCC calls the C library's for a copy or fill whose size is known
 /// only at run time (clang calls the instrumentation's), and it ran unchecked, so a row copy
 /// past both tensors' ends passed.
-fn symbol_renames(object_file: &Path, display_path: &str, kernel_only: bool) -> Result<Vec<(String, String)>, EngineError> {
-    let data = fs::read(object_file).map_err(|e| EngineError::Cache { path: object_file.to_path_buf(), source: e })?;
-    let file = object::File::parse(&*data).map_err(|e| EngineError::Tool {
-        tool: "object".into(),
-        path: display_path.to_string(),
-        reason: e.to_string(),
-    })?;
+fn symbol_renames(file: &object::File, kernel_only: bool) -> Vec<(String, String)> {
     let mut renames = Vec::new();
     for symbol in file.symbols() {
         if !symbol.is_undefined() {
@@ -718,5 +716,5 @@ fn symbol_renames(object_file: &Path, display_path: &str, kernel_only: bool) -> 
             renames.push((name.to_string(), checked.1.to_string()));
         }
     }
-    Ok(renames)
+    renames
 }

@@ -14,7 +14,6 @@ use std::process::Command;
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind, SymbolSection};
 
-use crate::EngineError;
 use crate::backend::KernelSource;
 
 /// Where a kernel source's text and its directly included headers are.
@@ -24,11 +23,9 @@ pub struct SourceText<'a> {
     pub text: &'a str,
 }
 
-/// One finding a line for each writable module-scope object of kernel code in `object`.
-pub fn findings(object: &Path, source: &SourceText) -> Result<Vec<String>, EngineError> {
-    let failed = |reason: String| EngineError::Tool { tool: "object".into(), path: source.source.display_path.clone(), reason };
-    let data = std::fs::read(object).map_err(|e| failed(e.to_string()))?;
-    let file = object::File::parse(&*data).map_err(|e| failed(e.to_string()))?;
+/// One finding a line for each writable module-scope object of kernel code in `file`, the
+/// compiled kernel's object.
+pub fn findings(file: &object::File, source: &SourceText) -> Vec<String> {
     let constant = constant_names(source.text);
     let mut symbols: Vec<String> = file
         .symbols()
@@ -45,7 +42,7 @@ pub fn findings(object: &Path, source: &SourceText) -> Result<Vec<String>, Engin
     let mut found: Vec<(usize, String)> =
         demangle(&symbols).into_iter().filter(|name| !constant.iter().any(|c| c == name)).map(|name| finding(&name, source)).collect();
     found.sort();
-    Ok(found.into_iter().map(|(_, text)| text).collect())
+    found.into_iter().map(|(_, text)| text).collect()
 }
 
 /// `.data`, `.bss` and their `-fdata-sections` pieces; never `.data.rel.ro` (read-only after
