@@ -9,6 +9,7 @@ pub mod host_buffer;
 pub mod ops;
 pub mod shape_expr;
 pub mod tensor;
+pub mod threads;
 pub mod toolchain;
 
 pub use dtype::DType;

@@ -1173,7 +1173,7 @@ pub(crate) fn build_all(backend: &dyn Backend, sources: &[KernelSource]) -> Buil
     let threads = engine::backend::host::worker_count().clamp(1, 8);
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| {
+            engine::threads::brief_scoped(scope, || {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(source) = sources.get(i) else { break };
@@ -1193,7 +1193,7 @@ pub(crate) fn build_only(backend: &dyn Backend, sources: &[KernelSource], on_bui
     let threads = engine::backend::host::worker_count().clamp(1, 8);
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| {
+            engine::threads::brief_scoped(scope, || {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(source) = sources.get(i) else { break };
@@ -2257,7 +2257,7 @@ pub fn run_static(compiler: &dyn engine::backend::StaticCompiler, settings: &Set
     let figures: std::sync::Mutex<HashMap<usize, Result<engine::backend::ResourceUsage, String>>> = Default::default();
     std::thread::scope(|scope| {
         for _ in 0..engine::backend::host::worker_count().clamp(1, 8) {
-            scope.spawn(|| {
+            engine::threads::brief_scoped(scope, || {
                 loop {
                     let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some((i, _, source)) = jobs.get(j) else { break };

@@ -382,30 +382,34 @@ impl ProcessState {
         }
     }
 
-    /// `now`, once three pictures 2 ms apart list the same threads (at most 30 tries), with
-    /// its threads' names: the first picture of a worker, which every later job's end is held
-    /// to. A thread that is ending as the picture is taken (one that has been joined but not
-    /// yet left the task list) is gone by the next job's end, and was retiring about one host
-    /// worker a run as "1 of its own gone"; two pictures 1 ms apart still let one through on
-    /// a loaded 2-core machine.
+    /// `now`, once three pictures 2 ms apart list the same threads (at most 30 tries) and no
+    /// brief thread ([`engine::threads::BRIEF`]) is among them (at most 100 tries), with its
+    /// threads' names, brief ones left out: the first picture of a worker, which every later
+    /// job's end is held to. A thread that is ending as the picture is taken (one that has been
+    /// joined but not yet left the task list) is gone by the next job's end, and was retiring
+    /// about one host worker a run as "1 of its own gone"; three equal pictures still let a
+    /// build thread through on a loaded 2-core machine, so every thread started for a moment
+    /// is named as such and waited for.
     pub fn settled(temp: Option<&Path>) -> ProcessState {
         let mut picture = ProcessState::now(temp);
         let mut same = 0;
-        for _ in 0..30 {
+        for tries in 1..=100 {
             std::thread::sleep(std::time::Duration::from_millis(2));
             let again = ProcessState::now(temp);
             same = if again.threads == picture.threads { same + 1 } else { 0 };
             picture = again;
-            if same == 2 {
+            if (same >= 2 || tries >= 30) && !picture.threads.iter().any(|&tid| is_brief(tid)) {
                 break;
             }
         }
+        picture.threads.retain(|&tid| !is_brief(tid));
         picture.names = picture.threads.iter().filter_map(|&tid| Some((tid, thread_name(tid)?))).collect();
         picture
     }
 
     /// Why the process, at a job's end, differs from `first`; None: it does not. Where only
-    /// its threads differ, the pictures are taken again for up to 20 ms: a thread a job joined
+    /// its threads differ, the pictures are taken again for up to 20 ms (300 ms while the new
+    /// ones are all brief threads): a thread a job joined
     /// (the scoped helper that hashes an input while it is sent) leaves the task list a moment
     /// after its join returns, and such a thread, unnamed, retired GPU workers as "2 thread(s)
     /// it did not start with (contracts, contracts)". One that lives on is still seen.
@@ -456,12 +460,13 @@ impl ProcessState {
 }
 
 /// [`ProcessState::changed_at_job_end`] over the pictures `take` gives: at most 21, 1 ms apart,
-/// while the only difference is threads that were not there at first.
+/// while the only difference is threads that were not there at first, or 300 while those are
+/// all brief threads ([`engine::threads::BRIEF`]: a job's own, ending on a loaded machine).
 fn changed_once_threads_settle(first: &ProcessState, mut take: impl FnMut() -> ProcessState) -> Option<String> {
     let mut now = take();
-    for _ in 0..20 {
+    for tries in 0..300 {
         let why = now.changed_since(first)?;
-        if now.threads.is_subset(&first.threads) {
+        if now.threads.is_subset(&first.threads) || tries >= 20 && !now.threads.difference(&first.threads).all(|&tid| is_brief(tid)) {
             return Some(why);
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -478,6 +483,11 @@ fn thread_names<'a>(threads: impl Iterator<Item = &'a i32>) -> String {
     const NAMED: usize = 4;
     let names: Vec<String> = threads.take(NAMED).filter_map(|&tid| thread_name(tid)).collect();
     if names.is_empty() { String::new() } else { format!(" ({})", names.join(", ")) }
+}
+
+/// Whether thread `tid` of this process is one started for a moment (`engine::threads`).
+fn is_brief(tid: i32) -> bool {
+    thread_name(tid).is_some_and(|name| name == engine::threads::BRIEF)
 }
 
 /// What thread `tid` of this process calls itself, escaped (a name is the thread's own
@@ -557,6 +567,46 @@ mod tests {
             assert!(why.is_some());
             assert_eq!(taken, 1);
         }
+    }
+
+    #[test]
+    fn a_brief_thread_is_waited_for_longer_and_is_never_one_of_the_first_pictures_own() {
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let brief = engine::threads::brief(move || {
+            // SAFETY: gettid has no preconditions
+            tid_tx.send(unsafe { libc::gettid() }).unwrap();
+            let _ = stop_rx.recv();
+        });
+        let tid = tid_rx.recv().unwrap();
+        assert!(is_brief(tid));
+        // the first picture leaves it out, however long it takes to end
+        assert!(!ProcessState::settled(None).threads.contains(&tid));
+        let mut first = ProcessState::now(None);
+        first.threads.remove(&tid);
+        // at a job's end, one that ends after 40 pictures (twice the usual wait) is no change
+        let mut taken = 0;
+        let ending = changed_once_threads_settle(&first, || {
+            taken += 1;
+            let mut later = first.clone();
+            if taken < 40 {
+                later.threads.insert(tid);
+            }
+            later
+        });
+        assert_eq!((ending, taken), (None, 40));
+        // one that lives on is still seen
+        let mut taken = 0;
+        let lives_on = changed_once_threads_settle(&first, || {
+            taken += 1;
+            let mut later = first.clone();
+            later.threads.insert(tid);
+            later
+        });
+        assert!(lives_on.unwrap().starts_with("1 thread(s) it did not start with (kc-brief), 0 of its own gone"));
+        assert_eq!(taken, 301);
+        stop_tx.send(()).unwrap();
+        brief.join().unwrap();
     }
 
     #[test]

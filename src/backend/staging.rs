@@ -90,7 +90,7 @@ fn write_in_turn(stages: Vec<&mut [u8]>, len: usize, offset: usize, bytes: &[u8]
         free.send(stage).expect("the receiver is here");
     }
     std::thread::scope(|scope| {
-        let dma = scope.spawn(move || {
+        let dma = crate::threads::brief_scoped(scope, move || {
             for (index, stage) in filled {
                 direct(offset + index * len, stage)?;
                 let _ = free.send(stage);
@@ -121,7 +121,7 @@ fn read_in_turn(stages: Vec<&mut [u8]>, len: usize, offset: usize, out: &mut [u8
     }
     let lengths: Vec<usize> = out.chunks(len).map(<[u8]>::len).collect();
     std::thread::scope(|scope| {
-        let dma = scope.spawn(move || {
+        let dma = crate::threads::brief_scoped(scope, move || {
             for (index, length) in lengths.into_iter().enumerate() {
                 let Ok(stage) = freed.recv() else { break };
                 let staged = &mut stage[..length];

@@ -496,7 +496,7 @@ fn run_child(flags: &Flags) -> i32 {
         // the ops its contract replaces are defined by the other contracts: read on a thread
         // of its own while the device opens (20 ms of every start, beside the driver's)
         let contracts = flags.contracts.clone().unwrap_or_else(|| root.join("contracts"));
-        let defining = std::thread::spawn(move || harness::contract::define_data_ops(&contracts));
+        let defining = engine::threads::brief(move || harness::contract::define_data_ops(&contracts));
         let settings = settings(flags, &root, true);
         // a process that will launch opens its device now, while the run's kernels build;
         // the build process only compiles

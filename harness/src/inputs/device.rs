@@ -242,7 +242,7 @@ impl<'a> DeviceDraw<'a> {
         let key = fresh_key();
         let words = bytes.len() / 8;
         let on_host = std::thread::scope(|scope| {
-            let on_host = scope.spawn(|| keyed_hash_from(&bytes[..words * 8], key, 0));
+            let on_host = engine::threads::brief_scoped(scope, || keyed_hash_from(&bytes[..words * 8], key, 0));
             let sent = send(tensor);
             let on_host = on_host.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             sent.map(|()| on_host)

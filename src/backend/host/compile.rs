@@ -421,7 +421,7 @@ impl HostCompiler {
         // before its link leaves it to finish into the cache)
         let runtime = flags.iter().any(|f| f == KERNEL_TU_FLAG).then(|| {
             let (compiler, prelude, cache_dir, flags) = (self.clone(), prelude.to_path_buf(), cache_dir.to_path_buf(), flags.to_vec());
-            std::thread::spawn(move || compiler.runtime_object(&prelude, &cache_dir, &flags))
+            crate::threads::brief(move || compiler.runtime_object(&prelude, &cache_dir, &flags))
         });
         let object_file = work.join(format!("{object_name}.o"));
         let link = RepositoryLink::make(work, source_prefix.as_deref());
