@@ -184,6 +184,10 @@ pub enum MemoryFindingKind {
     /// `write`) that no GPU compiler provides to device code: the host runs it unchecked, and a
     /// GPU never builds it (the host build's static check).
     HostOnlyCall,
+    /// Lines of the kernel's own files that the host build compiles and a GPU build does not,
+    /// or the reverse (an `#if` on the target): the host's checks see other code than a GPU
+    /// runs (the host build's static check).
+    PerTargetCode,
     /// An index of an array whose size the source declares (a thread's local array above all,
     /// which no access check watches) past that size or below 0; the block stopped there.
     ArrayIndexOutOfBounds,

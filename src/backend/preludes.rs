@@ -25,6 +25,11 @@ const FILES: &[(&str, &str)] = &[
     ("hip-headers/hip/hip_bfloat16.h", include_str!("../../kernels/hip-headers/hip/hip_bfloat16.h")),
 ];
 
+/// The preludes' and header shims' files under a kernels folder (`host/prelude.h`, ...).
+pub fn file_names() -> impl Iterator<Item = &'static str> {
+    FILES.iter().map(|(name, _)| *name)
+}
+
 /// Where a run's preludes and HIP header shims are.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preludes {

@@ -39,6 +39,9 @@ pub struct StaticFindings {
     pub assembly: Vec<String>,
     /// What kernel code uses from outside that no GPU compiler provides ([`super::calls`]).
     pub calls: Vec<String>,
+    /// Lines of the kernel's own files one target's build compiles and another's leaves out
+    /// ([`super::targets`]).
+    pub targets: Vec<String>,
 }
 
 impl StaticFindings {
@@ -46,19 +49,27 @@ impl StaticFindings {
     const STATE: &'static str = "state\t";
     const ASSEMBLY: &'static str = "asm\t";
     const CALL: &'static str = "call\t";
+    const TARGET: &'static str = "target\t";
 
     /// One tagged line per finding, as the cache keeps them.
     fn to_bytes(&self) -> Vec<u8> {
         let tagged = |tag: &'static str, lines: &[String]| lines.iter().map(move |l| format!("{tag}{l}\n")).collect::<String>();
         let (offsets, state) = (tagged(Self::OFFSET, &self.offsets), tagged(Self::STATE, &self.state));
         let (assembly, calls) = (tagged(Self::ASSEMBLY, &self.assembly), tagged(Self::CALL, &self.calls));
-        format!("{offsets}{state}{assembly}{calls}").into_bytes()
+        let targets = tagged(Self::TARGET, &self.targets);
+        format!("{offsets}{state}{assembly}{calls}{targets}").into_bytes()
     }
 
     fn from_bytes(bytes: &[u8]) -> StaticFindings {
         let text = String::from_utf8_lossy(bytes);
         let of = |tag: &str| text.lines().filter_map(|l| l.strip_prefix(tag)).map(str::to_string).collect();
-        StaticFindings { offsets: of(Self::OFFSET), state: of(Self::STATE), assembly: of(Self::ASSEMBLY), calls: of(Self::CALL) }
+        StaticFindings {
+            offsets: of(Self::OFFSET),
+            state: of(Self::STATE),
+            assembly: of(Self::ASSEMBLY),
+            calls: of(Self::CALL),
+            targets: of(Self::TARGET),
+        }
     }
 }
 
@@ -146,8 +157,13 @@ const REWRITE_VERSION: &str =
 /// The rules the cached static findings were made by: their own source text, so a build
 /// cached under older rules is never taken for one checked by these (a version number someone
 /// must remember to bump would let a stale finding, or a stale absence of one, through).
-const STATIC_RULES: [&str; 4] =
-    [include_str!("lint.rs"), include_str!("state.rs"), include_str!("shared_decls.rs"), include_str!("calls.rs")];
+const STATIC_RULES: [&str; 5] = [
+    include_str!("lint.rs"),
+    include_str!("state.rs"),
+    include_str!("shared_decls.rs"),
+    include_str!("calls.rs"),
+    include_str!("targets.rs"),
+];
 
 #[derive(Clone, Debug)]
 pub struct HostCompiler {
@@ -197,7 +213,7 @@ impl HostCompiler {
         Some(path.with_file_name(gcov).to_string_lossy().into_owned())
     }
 
-    fn flags(&self, warp_size: u32, mode: BuildMode) -> Vec<String> {
+    pub(super) fn flags(&self, warp_size: u32, mode: BuildMode) -> Vec<String> {
         let mut flags: Vec<String> = FLAGS.iter().map(|s| s.to_string()).collect();
         // an index past an array's declared size calls the prelude's handler: a thread's local
         // arrays lie on its stack, which the access checks leave alone (clang's `bounds` would
@@ -347,7 +363,9 @@ impl HostCompiler {
         }
         let flags = self.flags(warp_size, mode);
         let joined = flags.join(" ");
-        let mut parts = vec![self.program.as_str(), &self.identity, &joined, REWRITE_VERSION];
+        // the device preludes decide which lines a GPU build compiles (`super::targets`)
+        let device_preludes = super::targets::device_preludes_digest(prelude);
+        let mut parts = vec![self.program.as_str(), &self.identity, &joined, REWRITE_VERSION, &device_preludes];
         parts.extend(STATIC_RULES);
         let key =
             |source_bytes: &[u8]| -> Result<CacheKey, EngineError> { Ok(CacheKey::new(source, source_bytes, &read(prelude)?, &parts, "")) };
@@ -474,6 +492,17 @@ impl HostCompiler {
         // its own memcpy): the check and the copies' renames are for objects of kernel code alone
         let kernel_only = flags.iter().any(|f| f == KERNEL_TU_FLAG);
         let calls = if kernel_only { super::calls::findings(&object, &text) } else { Vec::new() };
+        let targets = match kernel_only {
+            true => {
+                let preprocess = || {
+                    let mut command = compiler(&wrapper);
+                    command.arg("-E");
+                    command
+                };
+                self.target_findings(source, &preprocess, (prelude, &included), work)?
+            }
+            false => Vec::new(),
+        };
         let dumps = ssa_dumps(work)?;
         let prelude_text = String::from_utf8_lossy(&read(prelude)?).into_owned();
         let name = prelude.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -485,6 +514,7 @@ impl HostCompiler {
             // x86 intrinsics are assembly in all but name: the same finding
             assembly: [super::lint::assembly(&dumps, &prelude, &linked), super::lint::x86_builtins(&dumps, &linked)].concat(),
             calls,
+            targets,
         }
         .to_bytes();
         let renames = symbol_renames(&object, kernel_only);
@@ -510,6 +540,30 @@ impl HostCompiler {
         }
         self.run(link, &source.display_path, "link")?;
         Ok((staged, lint))
+    }
+
+    /// The lines of the kernel's own files (those of them the compile in `work` read) that the
+    /// host build (`preprocess`: its compile, preprocessing only) and a GPU build do not both
+    /// compile ([`super::targets`]); `included` is the prelude as the compile includes it.
+    fn target_findings(
+        &self,
+        source: &KernelSource,
+        preprocess: &dyn Fn() -> Command,
+        (prelude, included): (&Path, &Path),
+        work: &Path,
+    ) -> Result<Vec<String>, EngineError> {
+        let depfile = work.join(DEPFILE);
+        let text = fs::read_to_string(&depfile).map_err(|e| EngineError::Cache { path: depfile.clone(), source: e })?;
+        let host_toolchain = [included.to_path_buf()];
+        let builds = super::targets::Builds {
+            host: preprocess,
+            host_program: &self.program,
+            host_prelude: prelude,
+            host_toolchain: &host_toolchain,
+            work,
+        };
+        let own = super::targets::own_files(source, &files_read(&cache::depfile_paths(&text), work), &builds);
+        Ok(super::targets::findings(source, &own, &builds))
     }
 
     /// When the source compiles on its own, what failed is the wrapper naming a kernel the

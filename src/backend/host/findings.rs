@@ -245,7 +245,8 @@ pub fn describe(
         MemoryFindingKind::NarrowOffset
         | MemoryFindingKind::ModuleState
         | MemoryFindingKind::InlineAssembly
-        | MemoryFindingKind::HostOnlyCall => String::new(),
+        | MemoryFindingKind::HostOnlyCall
+        | MemoryFindingKind::PerTargetCode => String::new(),
         MemoryFindingKind::OutOfBoundsRead | MemoryFindingKind::OutOfBoundsWrite => {
             let Some(t) = usize::try_from(f.place).ok().and_then(|p| tensors.get(p)) else {
                 return format!(

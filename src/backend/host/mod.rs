@@ -14,6 +14,7 @@ pub mod reference;
 mod runtime;
 mod shared_decls;
 mod state;
+mod targets;
 #[cfg(test)]
 mod tests;
 
