@@ -496,7 +496,7 @@ impl HostCompiler {
             true => {
                 let preprocess = || {
                     let mut command = compiler(&wrapper);
-                    command.arg("-E");
+                    command.args(super::targets::PREPROCESS);
                     command
                 };
                 self.target_findings(source, &preprocess, (prelude, &included), work)?

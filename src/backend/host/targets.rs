@@ -17,6 +17,11 @@ use crate::backend::KernelSource;
 /// are recorded with): its `__CUDACC_VER_*__`.
 const NVRTC_VERSION: (u32, u32) = (13, 0);
 
+/// Preprocess only, keeping each `#define` and `#undef` at its line: a macro defined one way
+/// on the host and another on a GPU (`#if __CUDA_ARCH__` ... `#define KEEP 1` ... `#else` ...
+/// `#define KEEP 0`) changes no code line's place, only which directive lines are taken.
+pub(super) const PREPROCESS: [&str; 2] = ["-E", "-dD"];
+
 /// How the three builds preprocess.
 pub(super) struct Builds<'a> {
     /// The host build's own compile, to preprocess: the same wrapper, copy, flags and
@@ -166,12 +171,13 @@ fn compare(source: &KernelSource, builds: &Builds, origin: &str, shown: &dyn Fn(
         Err(why) => return vec![format!("{main}: {origin}: the host build's lines could not be listed: {why}")],
     };
     let mut findings = Vec::new();
-    for (target, command) in [("gfx1201", gfx1201_command(source, builds)), ("sm_90", Ok((sm_90_command(source, builds), Vec::new())))] {
+    for (target, command) in [("a gfx1201", gfx1201_command(source, builds)), ("an sm_90", Ok((sm_90_command(source, builds), Vec::new())))]
+    {
         let device = match command.and_then(|(command, system)| lines_of(command, &Own::of(system, source, builds))) {
             Ok(lines) => lines,
             Err(why) => {
                 findings.push(format!(
-                    "{main}: {origin} may give the host other code than a {target} build, whose lines could not be listed: {why}"
+                    "{main}: {origin} may give the host other code than {target} build, whose lines could not be listed: {why}"
                 ));
                 continue;
             }
@@ -180,9 +186,9 @@ fn compare(source: &KernelSource, builds: &Builds, origin: &str, shown: &dyn Fn(
             (
                 &host,
                 &device,
-                format!("compiled by the host build and not by a {target} build: the host's checks vouch for code that GPU never runs"),
+                format!("compiled by the host build and not by {target} build: the host's checks vouch for code that GPU never runs"),
             ),
-            (&device, &host, format!("compiled by a {target} build and not by the host build: no host check sees code that GPU runs")),
+            (&device, &host, format!("compiled by {target} build and not by the host build: no host check sees code that GPU runs")),
         ] {
             for (file, lines) in by_file(only.difference(other)) {
                 findings.push(format!("{}:{}: {} {what} ({origin})", shown(&file), lines[0], described(&lines)));
@@ -202,7 +208,7 @@ fn gfx1201_command(source: &KernelSource, builds: &Builds) -> Result<(Command, V
     let system = crate::backend::cache::system_include_dirs(&clang, &flags);
     let mut command = Command::new(clang);
     command.args(&flags).args(includes(source));
-    command.arg("-include").arg(prelude).arg("-E").arg(&source.path);
+    command.arg("-include").arg(prelude).args(PREPROCESS).arg(&source.path);
     Ok((command, system))
 }
 
@@ -215,7 +221,7 @@ fn sm_90_command(source: &KernelSource, builds: &Builds) -> Command {
     command.args(["-x", "c++", "-std=c++17", "-undef", "-nostdinc", "-ffreestanding", "-D__CUDACC__", "-D__CUDACC_RTC__"]);
     command.arg("-D__CUDA_ARCH__=900");
     command.arg(format!("-D__CUDACC_VER_MAJOR__={}", NVRTC_VERSION.0)).arg(format!("-D__CUDACC_VER_MINOR__={}", NVRTC_VERSION.1));
-    command.args(includes(source)).arg("-include").arg(prelude).arg("-E").arg(&source.path);
+    command.args(includes(source)).arg("-include").arg(prelude).args(PREPROCESS).arg(&source.path);
     command
 }
 
@@ -245,7 +251,8 @@ fn preprocess(mut command: Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The (file, line) of every line of `own` files that gives the preprocessed text a token,
+/// The (file, line) of every line of `own` files that gives the preprocessed text a token or
+/// a directive passed on,
 /// read through its line markers (`# 12 "file" flags`, GCC's and clang's alike; their flags
 /// are not read: a header's `#pragma GCC system_header` makes it no less the kernel's).
 fn active_lines(text: &str, own: &Own) -> BTreeSet<(PathBuf, u32)> {
@@ -259,11 +266,9 @@ fn active_lines(text: &str, own: &Own) -> BTreeSet<(PathBuf, u32)> {
             line = number;
             continue;
         }
-        let trimmed = text_line.trim();
-        // a pragma is passed through as a line of its own: a directive, not code
+        // code, and the directives the preprocessor passes on (`#define`, `#undef`, `#pragma`)
         if let Some(file) = &current
-            && !trimmed.is_empty()
-            && !trimmed.starts_with('#')
+            && !text_line.trim().is_empty()
         {
             active.insert((file.clone(), line));
         }
@@ -473,7 +478,14 @@ mod tests {
                     // the host's preprocessing as the build's, without its wrapper and copy
                     let host = || {
                         let mut command = Command::new(&compiler.program);
-                        command.args(&flags).args(includes(&source)).arg("-include").arg(&prelude).args(["-E", "-x", "c++"]).arg(path);
+                        command
+                            .args(&flags)
+                            .args(includes(&source))
+                            .arg("-include")
+                            .arg(&prelude)
+                            .args(PREPROCESS)
+                            .args(["-x", "c++"])
+                            .arg(path);
                         command
                     };
                     let builds = Builds {
@@ -507,14 +519,13 @@ mod tests {
         };
         // the copy's `#line` name, the build folder's wrapper, a system header, a prelude, and
         // a header of the kernel's that calls itself a system header
-        let text = "# 1 \"kernels/k.hip\"\nint a;\n\n# 5 \"/nonexistent/k.hip\"\nint b;\n#pragma unroll\n\
+        let text = "# 1 \"kernels/k.hip\"\nint a;\n\n# 5 \"/nonexistent/k.hip\"\nint b;\n#pragma unroll\n#define KEEP 1\n\
                     # 2 \"wrap.cpp\"\nint w;\n# 1 \"/nonexistent/system/x.h\" 1 3\nint c;\n\
                     # 1 \"/nonexistent/host/prelude.h\" 1\nint d;\n# 3 \"/nonexistent/own.h\" 1 3\nint e;\n";
         let lines: Vec<(PathBuf, u32)> = active_lines(text, &own).into_iter().collect();
-        assert_eq!(
-            lines,
-            [(PathBuf::from("/nonexistent/k.hip"), 1), (PathBuf::from("/nonexistent/k.hip"), 5), (PathBuf::from("/nonexistent/own.h"), 3)]
-        );
+        // code, a pragma and a macro's definition (`-dD`) count
+        let at = |line| (PathBuf::from("/nonexistent/k.hip"), line);
+        assert_eq!(lines, [at(1), at(5), at(6), at(7), (PathBuf::from("/nonexistent/own.h"), 3)]);
         assert_eq!(line_marker("# 3 \"a\\\"b\\\\c\\012d\" 1 3"), Some((3, "a\"b\\c\nd".into())));
         assert_eq!(described(&[7]), "line 7");
         assert_eq!(described(&[7, 8, 9, 12]), "lines 7-9, 12");

@@ -945,6 +945,38 @@ fn an_x86_intrinsic_in_kernel_code_is_a_static_finding_named_with_its_line() {
 }
 
 #[test]
+fn a_line_the_host_build_compiles_and_a_gpu_build_does_not_is_a_static_finding() {
+    // the host build is preprocessed as it compiles (its wrapper beside its copy), so a source
+    // that looks for the wrapper takes the host's path in the comparison too
+    let backend = backend_with(1);
+    let built = backend.build(&test_source("build_aware.hip", "copies_but_the_last")).unwrap();
+    let origin = "(`#if` at src/backend/host/test_kernels/build_aware.hip:4)";
+    assert_eq!(
+        built.lint.targets,
+        [
+            format!(
+                "src/backend/host/test_kernels/build_aware.hip:5: line 5 compiled by the host build and not by a gfx1201 build: \
+                     the host's checks vouch for code that GPU never runs {origin}"
+            ),
+            format!(
+                "src/backend/host/test_kernels/build_aware.hip:7: line 7 compiled by a gfx1201 build and not by the host build: \
+                     no host check sees code that GPU runs {origin}"
+            ),
+            format!(
+                "src/backend/host/test_kernels/build_aware.hip:5: line 5 compiled by the host build and not by an sm_90 build: \
+                     the host's checks vouch for code that GPU never runs {origin}"
+            ),
+            format!(
+                "src/backend/host/test_kernels/build_aware.hip:7: line 7 compiled by an sm_90 build and not by the host build: \
+                     no host check sees code that GPU runs {origin}"
+            ),
+        ]
+    );
+    // a source with no directive that can make builds differ is not compared at all
+    assert!(backend.build(&test_source("state.hip", "counted")).unwrap().lint.targets.is_empty());
+}
+
+#[test]
 fn a_c_library_routine_no_gpu_has_is_a_static_finding_named_with_its_line() {
     let kind = crate::backend::MemoryFindingKind::HostOnlyCall;
     // read off the object's symbols: GCC's build and clang's alike; expf and sqrtf are device code's
