@@ -297,6 +297,13 @@ __TF_DEVICE float truncf(float x) { return __builtin_truncf(x); }
 __TF_DEVICE float rintf(float x) { return __builtin_rintf(x); }
 __TF_DEVICE float roundf(float x) { return __builtin_roundf(x); }
 __TF_DEVICE float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+__TF_DEVICE float frexpf(float x, int* e) { return __builtin_frexpf(x, e); }
+// the fraction keeps x's sign (-0 for -2), and an infinity's is 0 (AMDGPU selects no modf)
+__TF_DEVICE float modff(float x, float* i) {
+  float whole = __builtin_truncf(x);
+  *i = whole;
+  return __builtin_copysignf(__builtin_isinf(x) ? 0.0f : x - whole, x);
+}
 #define __TF_NO_MATH(F, WHY) \
   __device__ float F(float) __attribute__((unavailable("gfx1201 static prelude (-nogpulib, no ocml): " WHY)));
 __TF_NO_MATH(sinf, "llvm.sin lowers to the native v_sin_f32 approximation; write it in the kernel")

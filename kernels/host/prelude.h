@@ -1362,6 +1362,63 @@ extern "C" SIMT_TSAN void* __tsan_memset(void* d, int c, size_t n) {
   simt::check_access(d, n, simt::WRITE, __builtin_return_address(0));
   return memset(d, c, n);
 }
+// The C math routines device code has that store through a pointer (`sincosf`, `frexpf`,
+// `modff`, `remquof`, and their double forms): GCC and clang call the C library's, whose stores
+// no instrumentation sees, so `frexpf(x, &e[n])` stored past a tensor's end unchecked. Kernel
+// code's calls are pointed here, as its memcpy's are: each result is computed into a local and
+// stored once the store is checked as the kernel's own store is.
+#define SIMT_CHECKED_STORE(p, v) (simt::check_aligned((p), sizeof *(p), simt::WRITE, __builtin_return_address(0)), *(p) = (v))
+extern "C" SIMT_TSAN void __simt_sincosf(float x, float* s, float* c) {
+  float sine, cosine; sincosf(x, &sine, &cosine); SIMT_CHECKED_STORE(s, sine); SIMT_CHECKED_STORE(c, cosine);
+}
+extern "C" SIMT_TSAN void __simt_sincos(double x, double* s, double* c) {
+  double sine, cosine; sincos(x, &sine, &cosine); SIMT_CHECKED_STORE(s, sine); SIMT_CHECKED_STORE(c, cosine);
+}
+extern "C" SIMT_TSAN float __simt_frexpf(float x, int* e) { int v; float r = frexpf(x, &v); SIMT_CHECKED_STORE(e, v); return r; }
+extern "C" SIMT_TSAN double __simt_frexp(double x, int* e) { int v; double r = frexp(x, &v); SIMT_CHECKED_STORE(e, v); return r; }
+extern "C" SIMT_TSAN float __simt_modff(float x, float* i) { float v; float r = modff(x, &v); SIMT_CHECKED_STORE(i, v); return r; }
+extern "C" SIMT_TSAN double __simt_modf(double x, double* i) { double v; double r = modf(x, &v); SIMT_CHECKED_STORE(i, v); return r; }
+extern "C" SIMT_TSAN float __simt_remquof(float x, float y, int* q) { int v; float r = remquof(x, y, &v); SIMT_CHECKED_STORE(q, v); return r; }
+extern "C" SIMT_TSAN double __simt_remquo(double x, double y, int* q) { int v; double r = remquo(x, y, &v); SIMT_CHECKED_STORE(q, v); return r; }
+#undef SIMT_CHECKED_STORE
+// `printf`'s `%n` stores the count of characters printed so far through a pointer: the C
+// library's store, which no check sees, and no GPU's printf stores it. Kernel code's printf and
+// vprintf are pointed here: a format with a `%n` conversion stops the block (a kernel error
+// that names the format); any other prints as the C library prints it.
+namespace simt {
+SIMT_NOSAN static bool stores_a_count(const char* format) {
+  for (const char* f = format; *f; f++) {
+    if (*f != '%') continue;
+    if (*++f == '%') continue;
+    while (*f && strchr("-+ #0'123456789.*$hlLqjzt", *f)) f++;
+    if (*f == 'n') return true;
+    if (!*f) break;
+  }
+  return false;
+}
+SIMT_NOSAN __attribute__((noinline, cold)) static void printf_stores_a_count(const char* format) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (!on_fiber_stack(sp)) return;
+  Fiber* me = self(); Scheduler* s = me->scheduler; Block& b = s->block;
+  flush(b, me);
+  char shown[64];
+  size_t i = 0;
+  for (const char* f = format; *f && i + 4 < sizeof shown; f++) shown[i++] = (*f >= ' ' && *f < 127) ? *f : '?';
+  shown[i] = 0;
+  fail(b, "thread %u called printf with a %%n conversion (format \"%s\"): the count it stores goes through no check, and no GPU's "
+       "printf stores it", linear_thread(b, me), shown);
+  abandon_block(s, me);
+}
+}  // namespace simt
+extern "C" SIMT_TSAN int __simt_vprintf(const char* format, va_list args) {
+  if (simt::stores_a_count(format)) simt::printf_stores_a_count(format);
+  return vprintf(format, args);
+}
+extern "C" SIMT_TSAN int __simt_printf(const char* format, ...) {
+  if (simt::stores_a_count(format)) simt::printf_stores_a_count(format);
+  va_list args; va_start(args, format); int printed = vprintf(format, args); va_end(args);
+  return printed;
+}
 // -fsanitize=bounds's report of an index past an array's declared size (the compiler's
 // declaration is `void (void*, void*)`); `_abort` where recovery is off.
 extern "C" SIMT_TSAN void __ubsan_handle_out_of_bounds(void* data, void* index) {

@@ -10,9 +10,10 @@
 //! math library in `float` and `double` (CUDA and HIP give device code the same functions),
 //! and the few C routines device code has (`printf`, `malloc`, `memcpy`, `assert`'s handler;
 //! `memmove` too, which GCC makes of a copy loop).
+//! The allowed routines that store through a pointer (`memcpy`, `sincosf`, `frexpf`, `modff`,
+//! `remquof`, `printf`'s `%n`) are pointed at the prelude's checked ones before the link.
 //! Not seen: a routine reached without a symbol (a function pointer read out of a library's
-//! image), and what the allowed math routines that store through a pointer (`sincosf`,
-//! `frexpf`, `modff`, `remquof`) store, which no check judges either.
+//! image), and what an allowed routine reads through a pointer (`printf`'s `%s`, `nanf`).
 
 use object::{Object, ObjectSymbol, SymbolKind};
 

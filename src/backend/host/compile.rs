@@ -153,7 +153,7 @@ const KEEP_LAST_CALLS: &str = "-fno-optimize-sibling-calls";
 /// Part of every cache key: what the build does beyond its flags (the `__shared__` rewrite,
 /// the line tables' folder). Change it whenever either changes.
 const REWRITE_VERSION: &str =
-    "shared-redzones-1, debug-prefix-map-1, narrow-offsets-3, implicit-narrowing-2, module-state-1, checked-copies-1";
+    "shared-redzones-1, debug-prefix-map-1, narrow-offsets-3, implicit-narrowing-2, module-state-1, checked-copies-1, checked-calls-1";
 /// The rules the cached static findings were made by: their own source text, so a build
 /// cached under older rules is never taken for one checked by these (a version number someone
 /// must remember to bump would let a stale finding, or a stale absence of one, through).
@@ -744,8 +744,23 @@ fn run_tool(mut command: Command, tool: &str, display_path: &str) -> Result<(), 
     }
 }
 
-/// The C library's copies and fills, and the instrumentation's checked ones the prelude defines.
-const CHECKED_COPIES: [(&str, &str); 3] = [("memcpy", "__tsan_memcpy"), ("memmove", "__tsan_memmove"), ("memset", "__tsan_memset")];
+/// The C library routines kernel code may call whose stores no instrumentation sees, and the
+/// checked ones the prelude defines in their place.
+const CHECKED_CALLS: [(&str, &str); 13] = [
+    ("memcpy", "__tsan_memcpy"),
+    ("memmove", "__tsan_memmove"),
+    ("memset", "__tsan_memset"),
+    ("sincosf", "__simt_sincosf"),
+    ("sincos", "__simt_sincos"),
+    ("frexpf", "__simt_frexpf"),
+    ("frexp", "__simt_frexp"),
+    ("modff", "__simt_modff"),
+    ("modf", "__simt_modf"),
+    ("remquof", "__simt_remquof"),
+    ("remquo", "__simt_remquo"),
+    ("printf", "__simt_printf"),
+    ("vprintf", "__simt_vprintf"),
+];
 
 /// What the object's undefined symbols are pointed at before the link. Every undefined TLS
 /// symbol is an `extern __shared__` array: it is pointed at the dynamic shared pool (all of
@@ -754,7 +769,9 @@ const CHECKED_COPIES: [(&str, &str); 3] = [("memcpy", "__tsan_memcpy"), ("memmov
 /// coverage build's, which holds the runtime too), `memcpy`, `memmove` and `memset` become the
 /// prelude's checked ones: GCC calls the C library's for a copy or fill whose size is known
 /// only at run time (clang calls the instrumentation's), and it ran unchecked, so a row copy
-/// past both tensors' ends passed.
+/// past both tensors' ends passed. So do the math routines that store through a pointer
+/// (`frexpf`, `sincosf`: their stores are checked) and `printf` (its `%n` stores a count no
+/// GPU's printf stores: a kernel error).
 fn symbol_renames(file: &object::File, kernel_only: bool) -> Vec<(String, String)> {
     let mut renames = Vec::new();
     for symbol in file.symbols() {
@@ -766,7 +783,7 @@ fn symbol_renames(file: &object::File, kernel_only: bool) -> Vec<(String, String
             renames.push((name.to_string(), "__simt_dynamic_shared".to_string()));
         } else if name.starts_with("_ZTH") {
             renames.push((name.to_string(), "__simt_tls_noop".to_string()));
-        } else if let Some(checked) = CHECKED_COPIES.iter().find(|(plain, _)| *plain == name).filter(|_| kernel_only) {
+        } else if let Some(checked) = CHECKED_CALLS.iter().find(|(plain, _)| *plain == name).filter(|_| kernel_only) {
             renames.push((name.to_string(), checked.1.to_string()));
         }
     }

@@ -945,6 +945,57 @@ fn an_x86_intrinsic_in_kernel_code_is_a_static_finding_named_with_its_line() {
 }
 
 #[test]
+fn stores_of_the_math_routines_that_store_through_a_pointer_are_checked() {
+    use crate::backend::MemoryFindingKind::*;
+    let backend = backend_with(1);
+    let m = module(&backend, "pointer_math.hip", &["splits"]);
+    let x: Vec<f32> = (1..=8).map(|i| i as f32 * 1.5).collect();
+    for extra in [0, 1] {
+        let input = tensor(&backend, DType::F32, &x);
+        let outputs: Vec<Tensor> =
+            [DType::F32, DType::I32, DType::F32].iter().map(|&t| Tensor::allocate(&backend, t, &[8]).unwrap()).collect();
+        let watched = [
+            input.watched("x", false),
+            outputs[0].watched("mantissa", true),
+            outputs[1].watched("exponent", true),
+            outputs[2].watched("whole", true),
+        ];
+        let mut args: Vec<KernelArg> = [&input].into_iter().chain(&outputs).map(ptr).collect();
+        args.extend([KernelArg::I32(8), KernelArg::I32(extra)]);
+        let report = m.launch_watched("splits", dims(1, 8), Schedule::default(), &args, &watched).unwrap();
+        let kinds: Vec<_> = report.findings.iter().map(|f| f.kind).collect();
+        if extra == 0 {
+            assert_eq!(kinds, [], "{:#?}", report.findings);
+            // 1.5 = 0.75 * 2^1, and 0.75 * 8 = 6 + 0
+            assert_eq!((read::<f32>(&outputs[0])[0], read::<i32>(&outputs[1])[0], read::<f32>(&outputs[2])[0]), (0.0, 1, 6.0));
+            continue;
+        }
+        // the C library stored the last thread's exponent and whole part past both ends, unseen
+        assert_eq!(kinds, [OutOfBoundsWrite], "{:#?}", report.findings);
+        // two stores of the C library's (clang stores frexpf's exponent itself too: three)
+        assert!(report.findings[0].count >= 2, "{:#?}", report.findings);
+        let expected = "wrote 1 element past the end of `exponent` at src/backend/host/test_kernels/pointer_math.hip:9 ";
+        assert!(report.findings[0].message.starts_with(expected), "{}", report.findings[0].message);
+    }
+}
+
+#[test]
+fn a_printf_that_stores_a_count_through_n_stops_its_block_and_one_that_prints_does_not() {
+    let backend = backend_with(1);
+    let m = module(&backend, "prints_a_count.hip", &["prints", "counts_through_printf"]);
+    let y = tensor(&backend, DType::F32, &[0.0f32; 4]);
+    let printed = m.launch("prints", dims(1, 4), Schedule::default(), &[ptr(&y), KernelArg::I32(4)]).unwrap();
+    assert_eq!(read::<f32>(&y), [1.0; 4]);
+    // its own line is the host's alone (no GPU build here has printf): that finding and no other
+    let kinds: Vec<_> = printed.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [crate::backend::MemoryFindingKind::PerTargetCode], "{:#?}", printed.findings);
+    let counts = tensor(&backend, DType::I32, &[7i32; 4]);
+    let error = m.launch("counts_through_printf", dims(1, 4), Schedule::default(), &[ptr(&counts), KernelArg::I32(4)]).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("called printf with a %n conversion (format \"%d%n\")"), "{text}");
+}
+
+#[test]
 fn a_line_the_host_build_compiles_and_a_gpu_build_does_not_is_a_static_finding() {
     // the host build is preprocessed as it compiles (its wrapper beside its copy), so a source
     // that looks for the wrapper takes the host's path in the comparison too
