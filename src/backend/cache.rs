@@ -38,7 +38,8 @@ const ENTRIES_KEPT: usize = 8;
 /// What a runtime compiler (NVRTC, hiprtc) reads for `source` with `prelude` included
 /// first. Neither has a dependency output nor an include callback, so the host C++
 /// preprocessor runs over the source as they see it: the same include folders and prelude,
-/// their predefined macros (`defines`), no system folders (they have none). A header it
+/// their predefined macros and none of its own, no system folders (they have none): `defines`
+/// says so (`-undef`, `-nostdinc`, `-D...`). A header it
 /// cannot find (`-MG`) is one of the compiler's builtin headers, which come with its
 /// identity: it is recorded as absent from every folder it could be found in. `None` when no
 /// host compiler runs or the preprocessor fails: the artifact is then used but not kept.
@@ -46,7 +47,7 @@ pub fn runtime_compiler_reads(source: &KernelSource, prelude: &Path, defines: &[
     static PREPROCESSOR: OnceLock<Option<String>> = OnceLock::new();
     let program = PREPROCESSOR.get_or_init(|| crate::backend::host::HostCompiler::discover().ok().map(|c| c.program)).as_ref()?;
     let mut command = Command::new(program);
-    command.args(["-x", "c++", "-std=c++17", "-undef", "-nostdinc", "-ffreestanding"]);
+    command.args(["-x", "c++", "-std=c++17"]);
     command.args(defines);
     for dir in &source.include_dirs {
         command.arg("-I").arg(dir);

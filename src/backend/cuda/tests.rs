@@ -192,6 +192,60 @@ fn kernels_written_for_known_figures_read_back_as_written() {
     assert_eq!(spills.threads, 1024);
 }
 
+/// The host preprocessor that stands in for NVRTC's (what a build read; the lines each target
+/// compiles) predefines what this NVRTC does: every macro its `-dM` lists, with NVRTC's value,
+/// and none of those NVRTC leaves undefined that a host compiler has.
+#[test]
+fn the_host_preprocessor_predefines_what_nvrtc_predefines() {
+    let Some(nvrtc) = nvrtc() else { return };
+    let host = crate::backend::host::HostCompiler::discover().unwrap();
+    let defines = super::nvrtc::host_preprocessor_defines("90", nvrtc.version);
+    let out = std::process::Command::new(&host.program)
+        .args(["-x", "c++", "-std=c++17"])
+        .args(&defines)
+        .args(["-dM", "-E", "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // name (a function-like macro's without its parameters) -> value
+    let emulated: std::collections::BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("#define "))
+        .map(|l| {
+            let (name, value) = l.split_once(' ').unwrap_or((l, ""));
+            (name.split('(').next().unwrap().to_string(), value.to_string())
+        })
+        .collect();
+    let host_only = ["__x86_64__", "__GNUC__", "__clang__", "_GNU_SOURCE", "__STDC_UTF_16__", "__linux__", "__NVCC__", "__CUDACC_DEBUG__"];
+    let names: Vec<&str> = emulated.keys().map(String::as_str).chain(host_only).collect();
+    let mut text = String::from("#define KC_S(...) #__VA_ARGS__\n#define KC_V(...) KC_S(__VA_ARGS__)\n");
+    for name in &names {
+        text.push_str(&format!("#ifdef {name}\n#pragma message(\"KCDEF {name} \" KC_V({name}))\n#endif\n"));
+    }
+    text.push_str("extern \"C\" __global__ void probe() {}\n");
+    let options: Vec<String> = ["--gpu-architecture=sm_90"].iter().chain(super::nvrtc::OPTIONS).map(|o| o.to_string()).collect();
+    let compiled = nvrtc.compile("probe.cu", &text, &[], &options, &["probe".to_string()]).unwrap();
+    let seen: std::collections::BTreeMap<String, String> = compiled
+        .log
+        .lines()
+        .filter(|l| l.contains("remark"))
+        .filter_map(|l| l.split_once("\"KCDEF ")?.1.strip_suffix('"')?.split_once(' ').map(|(n, v)| (n.to_string(), v.to_string())))
+        .collect();
+    for (name, value) in &emulated {
+        // a function-like macro's value is its name, not invoked
+        let want = if value.is_empty() || seen.get(name).is_some_and(|v| v == name) { None } else { Some(value) };
+        match (seen.get(name), want) {
+            (None, _) => panic!("{name} is predefined by the stand-in and not by NVRTC"),
+            (Some(v), Some(w)) => assert_eq!(v, w, "{name}"),
+            _ => {}
+        }
+    }
+    for name in host_only {
+        assert!(!emulated.contains_key(name) && !seen.contains_key(name), "{name}");
+    }
+    assert!(seen.len() >= 60 && seen.keys().all(|n| emulated.contains_key(n)), "{seen:?}");
+}
+
 #[test]
 fn static_usage_needs_only_nvrtc() {
     if nvrtc().is_none() {

@@ -321,7 +321,8 @@ impl HipCompiler {
         let (image, log, names) = self.compile_bytes(source, &bytes, options)?;
         // hiprtc's predefined macros, as the device compile sees them
         let defines =
-            ["-D__HIP__".to_string(), "-D__HIPCC_RTC__".to_string(), "-D__HIP_DEVICE_COMPILE__=1".to_string(), "-D__AMDGCN__".to_string()];
+            ["-undef", "-nostdinc", "-ffreestanding", "-D__HIP__", "-D__HIPCC_RTC__", "-D__HIP_DEVICE_COMPILE__=1", "-D__AMDGCN__"]
+                .map(String::from);
         // without the list of what hiprtc read, the code object is used but not kept
         let mut as_compiled = source.clone();
         as_compiled.include_dirs.retain(|d| !crate::backend::preludes::is_hip_headers(d));

@@ -15,7 +15,7 @@ use crate::backend::KernelSource;
 
 /// The CUDA version whose NVRTC the sm_90 preprocessing stands for (the one the sm_90 limits
 /// are recorded with): its `__CUDACC_VER_*__`.
-const NVRTC_VERSION: (u32, u32) = (13, 0);
+const NVRTC_VERSION: (i32, i32) = (13, 0);
 
 /// Preprocess only, keeping each `#define` and `#undef` at its line: a macro defined one way
 /// on the host and another on a GPU (`#if __CUDA_ARCH__` ... `#define KEEP 1` ... `#else` ...
@@ -212,15 +212,12 @@ fn gfx1201_command(source: &KernelSource, builds: &Builds) -> Result<(Command, V
     Ok((command, system))
 }
 
-/// An sm_90 build's, as NVRTC preprocesses: none of the host compiler's own macros or system
-/// headers (so no system include folders), NVRTC's predefined macros, the CUDA prelude (as
-/// the build's cache reads it).
+/// An sm_90 build's, as NVRTC 13.0 preprocesses (its predefined macros, none of the host
+/// compiler's, no system headers), with the CUDA prelude.
 fn sm_90_command(source: &KernelSource, builds: &Builds) -> Command {
     let prelude = builds.host_prelude.parent().and_then(Path::parent).map(|root| root.join("cuda/prelude.h")).unwrap_or_default();
     let mut command = Command::new(builds.host_program);
-    command.args(["-x", "c++", "-std=c++17", "-undef", "-nostdinc", "-ffreestanding", "-D__CUDACC__", "-D__CUDACC_RTC__"]);
-    command.arg("-D__CUDA_ARCH__=900");
-    command.arg(format!("-D__CUDACC_VER_MAJOR__={}", NVRTC_VERSION.0)).arg(format!("-D__CUDACC_VER_MINOR__={}", NVRTC_VERSION.1));
+    command.args(["-x", "c++", "-std=c++17"]).args(crate::backend::cuda::nvrtc::host_preprocessor_defines("90", NVRTC_VERSION));
     command.args(includes(source)).arg("-include").arg(prelude).args(PREPROCESS).arg(&source.path);
     command
 }
