@@ -276,6 +276,7 @@ fn each_control_swapped_in_for_its_kernel_fails_the_run_at_its_gate() {
             ": x86 intrinsic (`",
             ", which no GPU compiler provides to device code",
             " build and not by ",
+            " for the host build and ",
             "misaligned ",
         ];
         assert!(placed.iter().any(|p| line.contains(p)), "first differing element or access not named: {line}");

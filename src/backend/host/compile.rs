@@ -157,12 +157,13 @@ const REWRITE_VERSION: &str =
 /// The rules the cached static findings were made by: their own source text, so a build
 /// cached under older rules is never taken for one checked by these (a version number someone
 /// must remember to bump would let a stale finding, or a stale absence of one, through).
-const STATIC_RULES: [&str; 5] = [
+const STATIC_RULES: [&str; 6] = [
     include_str!("lint.rs"),
     include_str!("state.rs"),
     include_str!("shared_decls.rs"),
     include_str!("calls.rs"),
     include_str!("targets.rs"),
+    include_str!("predefined.rs"),
 ];
 
 #[derive(Clone, Debug)]
@@ -499,7 +500,7 @@ impl HostCompiler {
                     command.args(super::targets::PREPROCESS);
                     command
                 };
-                self.target_findings(source, &preprocess, (prelude, &included), work)?
+                self.target_findings(source, &preprocess, (prelude, &included), flags, work)?
             }
             false => Vec::new(),
         };
@@ -550,6 +551,7 @@ impl HostCompiler {
         source: &KernelSource,
         preprocess: &dyn Fn() -> Command,
         (prelude, included): (&Path, &Path),
+        flags: &[String],
         work: &Path,
     ) -> Result<Vec<String>, EngineError> {
         let depfile = work.join(DEPFILE);
@@ -558,6 +560,7 @@ impl HostCompiler {
         let builds = super::targets::Builds {
             host: preprocess,
             host_program: &self.program,
+            host_flags: flags,
             host_prelude: prelude,
             host_toolchain: &host_toolchain,
             work,

@@ -10,6 +10,7 @@ mod gemm;
 #[cfg(test)]
 mod hip_header_tests;
 mod lint;
+mod predefined;
 pub mod reference;
 mod runtime;
 mod shared_decls;

@@ -29,6 +29,8 @@ pub(super) struct Builds<'a> {
     /// wrapper, `__INCLUDE_LEVEL__`), run in `work`.
     pub host: &'a dyn Fn() -> Command,
     pub host_program: &'a str,
+    /// The host build's flags (for the compiler's own macros, [`super::predefined`]).
+    pub host_flags: &'a [String],
     /// `kernels/host/prelude.h`: its folder's parent holds the device preludes.
     pub host_prelude: &'a Path,
     /// Toolchain files of the host build's own beyond the preludes (the precompiled prelude's
@@ -114,10 +116,35 @@ fn host_system_dirs(builds: &Builds) -> Vec<PathBuf> {
     crate::backend::cache::system_include_dirs(builds.host_program, &["-x".into(), "c++".into()])
 }
 
-/// The static findings of `source`: none when its own files hold no directive that can make
-/// the builds differ.
+/// The static findings of `source`: the compilers' own macros its own code reads whose values
+/// differ by target, and the lines one target's build compiles and another's does not (only
+/// where its own files hold a directive that can make the builds differ).
 pub(super) fn findings(source: &KernelSource, own: &[PathBuf], builds: &Builds) -> Vec<String> {
     let shown = |file: &Path| shown(source, file);
+    let differing = super::predefined::differing(builds.host_program, builds.host_flags);
+    let mut findings: Vec<String> = super::predefined::named(own, &differing)
+        .into_iter()
+        .flat_map(|(file, line, name)| {
+            let at = format!("{}:{line}", shown(&file));
+            differing[&name]
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{at}: `{name}` is {} for the host build and {} for {} build: code that reads it runs otherwise on the host \
+                         than on that GPU",
+                        d.host, d.device, d.target
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    findings.extend(directive_findings(source, own, builds, &shown));
+    findings
+}
+
+/// The lines one target's build compiles and another's does not: none when the kernel's own
+/// files hold no directive that can make the builds differ.
+fn directive_findings(source: &KernelSource, own: &[PathBuf], builds: &Builds, shown: &dyn Fn(&Path) -> String) -> Vec<String> {
     let Some((file, line, directive)) =
         own.iter().find_map(|f| std::fs::read(f).ok().and_then(|bytes| first_divergent_directive(&bytes)).map(|(l, d)| (f, l, d)))
     else {
@@ -132,7 +159,7 @@ pub(super) fn findings(source: &KernelSource, own: &[PathBuf], builds: &Builds) 
              the host's and a GPU's code cannot be told apart"
         )];
     }
-    compare(source, builds, &format!("`#{directive}` at {at}"), &shown)
+    compare(source, builds, &format!("`#{directive}` at {at}"), shown)
 }
 
 /// `#line 20` and GCC's `# 20 "file"`.
@@ -488,6 +515,7 @@ mod tests {
                     let builds = Builds {
                         host: &host,
                         host_program: &compiler.program,
+                        host_flags: &flags,
                         host_prelude: &prelude,
                         host_toolchain: &[],
                         work: work.path(),
