@@ -34,7 +34,9 @@ pub(super) fn differing(host_program: &str, host_flags: &[String]) -> Arc<Differ
     host.args(host_flags).arg("-x").arg("c++");
     let host = macros(host).unwrap_or_default();
     let mut found = Differing::new();
-    for (target, device) in [("a gfx1201", gfx1201(host_program)), ("an sm_90", Some(sm_90(host_program)))] {
+    for (target, device) in
+        [("a gfx1201", super::targets::gfx1201_compiler().ok()), ("an sm_90", Some(super::targets::sm_90_stand_in(host_program)))]
+    {
         for (name, value) in device.and_then(macros).unwrap_or_default() {
             let Some(own) = host.get(&name) else { continue };
             if normalised(own) != normalised(&value) {
@@ -45,21 +47,6 @@ pub(super) fn differing(host_program: &str, host_flags: &[String]) -> Arc<Differ
     let found = Arc::new(found);
     known.lock().unwrap_or_else(|p| p.into_inner()).insert(key, found.clone());
     found
-}
-
-/// The static gfx1201 build's clang with its flags, if one runs.
-fn gfx1201(_host_program: &str) -> Option<Command> {
-    let clang = crate::amdgpu::HipClang::discover().ok()?;
-    let mut command = Command::new(clang.program);
-    command.args(crate::amdgpu::HipClang::flags("gfx1201"));
-    Some(command)
-}
-
-/// The host preprocessor as NVRTC 13.0 for sm_90.
-fn sm_90(host_program: &str) -> Command {
-    let mut command = Command::new(host_program);
-    command.args(["-x", "c++", "-std=c++17"]).args(crate::backend::cuda::nvrtc::host_preprocessor_defines("90", (13, 0)));
-    command
 }
 
 /// Name -> value of what `command` predefines (`-dM -E` of no source); None if it fails.

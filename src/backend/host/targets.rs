@@ -15,7 +15,7 @@ use crate::backend::KernelSource;
 
 /// The CUDA version whose NVRTC the sm_90 preprocessing stands for (the one the sm_90 limits
 /// are recorded with): its `__CUDACC_VER_*__`.
-const NVRTC_VERSION: (i32, i32) = (13, 0);
+pub(super) const NVRTC_VERSION: (i32, i32) = (13, 0);
 
 /// Preprocess only, keeping each `#define` and `#undef` at its line: a macro defined one way
 /// on the host and another on a GPU (`#if __CUDA_ARCH__` ... `#define KEEP 1` ... `#else` ...
@@ -225,26 +225,37 @@ fn compare(source: &KernelSource, builds: &Builds, origin: &str, shown: &dyn Fn(
     findings
 }
 
-/// A gfx1201 build's: the static build's clang and flags, with its prelude.
-/// With clang's system include folders.
-fn gfx1201_command(source: &KernelSource, builds: &Builds) -> Result<(Command, Vec<PathBuf>), String> {
+/// The static gfx1201 build's compiler with its flags, or why there is none (looked for once).
+pub(super) fn gfx1201_compiler() -> Result<Command, String> {
     static CLANG: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
     let clang = CLANG.get_or_init(|| crate::amdgpu::HipClang::discover().map(|c| c.program).map_err(|e| e.to_string())).clone()?;
-    let prelude = builds.host_prelude.parent().and_then(Path::parent).map(|root| root.join("hip/prelude.h")).unwrap_or_default();
-    let flags = crate::amdgpu::HipClang::flags("gfx1201");
-    let system = crate::backend::cache::system_include_dirs(&clang, &flags);
     let mut command = Command::new(clang);
-    command.args(&flags).args(includes(source));
-    command.arg("-include").arg(prelude).args(PREPROCESS).arg(&source.path);
+    command.args(crate::amdgpu::HipClang::flags("gfx1201"));
+    Ok(command)
+}
+
+/// The host preprocessor as NVRTC 13.0 for sm_90: its predefined macros, none of the host
+/// compiler's, no system headers.
+pub(super) fn sm_90_stand_in(host_program: &str) -> Command {
+    let mut command = Command::new(host_program);
+    command.args(["-x", "c++", "-std=c++17"]).args(crate::backend::cuda::nvrtc::host_preprocessor_defines("90", NVRTC_VERSION));
+    command
+}
+
+/// A gfx1201 build's preprocessing, with its prelude, and clang's system include folders.
+fn gfx1201_command(source: &KernelSource, builds: &Builds) -> Result<(Command, Vec<PathBuf>), String> {
+    let mut command = gfx1201_compiler()?;
+    let args: Vec<String> = command.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+    let system = crate::backend::cache::system_include_dirs(&command.get_program().to_string_lossy(), &args);
+    let prelude = builds.host_prelude.parent().and_then(Path::parent).map(|root| root.join("hip/prelude.h")).unwrap_or_default();
+    command.args(includes(source)).arg("-include").arg(prelude).args(PREPROCESS).arg(&source.path);
     Ok((command, system))
 }
 
-/// An sm_90 build's, as NVRTC 13.0 preprocesses (its predefined macros, none of the host
-/// compiler's, no system headers), with the CUDA prelude.
+/// An sm_90 build's, with the CUDA prelude.
 fn sm_90_command(source: &KernelSource, builds: &Builds) -> Command {
     let prelude = builds.host_prelude.parent().and_then(Path::parent).map(|root| root.join("cuda/prelude.h")).unwrap_or_default();
-    let mut command = Command::new(builds.host_program);
-    command.args(["-x", "c++", "-std=c++17"]).args(crate::backend::cuda::nvrtc::host_preprocessor_defines("90", NVRTC_VERSION));
+    let mut command = sm_90_stand_in(builds.host_program);
     command.args(includes(source)).arg("-include").arg(prelude).args(PREPROCESS).arg(&source.path);
     command
 }
