@@ -185,8 +185,9 @@ pub enum MemoryFindingKind {
     /// GPU never builds it (the host build's static check).
     HostOnlyCall,
     /// Lines of the kernel's own files that the host build compiles and a GPU build does not,
-    /// or the reverse (an `#if` on the target): the host's checks see other code than a GPU
-    /// runs (the host build's static check).
+    /// or the reverse (an `#if` on the target), or a compiler's own macro whose value differs
+    /// by target read by its code: the host's checks see other code than a GPU runs (the host
+    /// build's static check).
     PerTargetCode,
     /// An index of an array whose size the source declares (a thread's local array above all,
     /// which no access check watches) past that size or below 0; the block stopped there.

@@ -39,8 +39,9 @@ pub struct StaticFindings {
     pub assembly: Vec<String>,
     /// What kernel code uses from outside that no GPU compiler provides ([`super::calls`]).
     pub calls: Vec<String>,
-    /// Lines of the kernel's own files one target's build compiles and another's leaves out
-    /// ([`super::targets`]).
+    /// Code one target's build sees otherwise than another's: lines of the kernel's own files
+    /// one compiles and another leaves out ([`super::targets`]), a compiler's own macro whose
+    /// value differs by target named by its code ([`super::predefined`]).
     pub targets: Vec<String>,
 }
 
