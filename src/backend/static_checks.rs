@@ -33,7 +33,7 @@ pub fn static_findings(lint: &StaticFindings) -> Vec<MemoryFinding> {
         of(MemoryFindingKind::ModuleState, &lint.state, "such objects"),
         of(MemoryFindingKind::InlineAssembly, &lint.assembly, "such statements"),
         of(MemoryFindingKind::HostOnlyCall, &lint.calls, "such symbols"),
-        of(MemoryFindingKind::PerTargetCode, &lint.targets, "such lines"),
+        of(MemoryFindingKind::PerTargetCode, &lint.targets, "for this or another build or macro"),
     ]
     .into_iter()
     .flatten()

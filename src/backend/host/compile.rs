@@ -390,10 +390,8 @@ impl HostCompiler {
             BuildMode::Normal => "kernel".to_string(),
             BuildMode::Coverage => key.short_name(),
         };
-        let (staged, lint) = self.build_in(source, &original, (prelude, cache_dir), &flags, &object_name, work.path())?;
-        let depfile = work.path().join(DEPFILE);
-        let text = fs::read_to_string(&depfile).map_err(|e| EngineError::Cache { path: depfile.clone(), source: e })?;
-        let reads = Reads { files: files_read(&cache::depfile_paths(&text), work.path()), absent: Vec::new() };
+        let (staged, lint, files) = self.build_in(source, &original, (prelude, cache_dir), &flags, &object_name, work.path())?;
+        let reads = Reads { files, absent: Vec::new() };
         let system = cache::system_include_dirs(&self.program, &["-x".into(), "c++".into()]);
         let recorded = cache::record(&key, &reads, &cache::user_dirs(source), &system, &work);
         let mut staged = vec![("so", Staged::File(staged)), ("lint", Staged::Bytes(lint))];
@@ -405,8 +403,8 @@ impl HostCompiler {
         Ok(Built { library: stored[0].path.clone(), cached: false, lint: StaticFindings::from_bytes(&stored[1].bytes), coverage })
     }
 
-    /// Compiles and links in `work`; the library it returns lies there, beside the
-    /// compiler's dependency file ([`DEPFILE`]), with the text of the static findings.
+    /// Compiles and links in `work`; the library it returns lies there, with the text of the
+    /// static findings and the files the compile read (its dependency file, [`DEPFILE`]).
     fn build_in(
         &self,
         source: &KernelSource,
@@ -415,7 +413,7 @@ impl HostCompiler {
         flags: &[String],
         object_name: &str,
         work: &Path,
-    ) -> Result<(PathBuf, Vec<u8>), EngineError> {
+    ) -> Result<(PathBuf, Vec<u8>, Vec<PathBuf>), EngineError> {
         let source_prefix = source_prefix(source);
         // the source with its `__shared__` arrays given redzones, still named as the source
         let original = std::str::from_utf8(original).map_err(|e| EngineError::ReadSource {
@@ -480,6 +478,9 @@ impl HostCompiler {
             Ok(diagnostics) => diagnostics,
             Err(error) => return Err(self.missing_kernel(source, &error, work, compiler).unwrap_or_else(|| checks_turned_off(error))),
         };
+        let depfile = work.join(DEPFILE);
+        let text = fs::read_to_string(&depfile).map_err(|e| EngineError::Cache { path: depfile.clone(), source: e })?;
+        let files = files_read(&cache::depfile_paths(&text), work);
 
         // the object, read once for the checks of its symbols and the renames before the link
         let object_bytes = fs::read(&object_file).map_err(|e| EngineError::Cache { path: object_file.clone(), source: e })?;
@@ -501,7 +502,7 @@ impl HostCompiler {
                     command.args(super::targets::PREPROCESS);
                     command
                 };
-                self.target_findings(source, &preprocess, (prelude, &included), flags, work)?
+                self.target_findings(source, &preprocess, (prelude, &included), flags, (work, &files))
             }
             false => Vec::new(),
         };
@@ -541,22 +542,20 @@ impl HostCompiler {
             link.arg("--coverage");
         }
         self.run(link, &source.display_path, "link")?;
-        Ok((staged, lint))
+        Ok((staged, lint, files))
     }
 
-    /// The lines of the kernel's own files (those of them the compile in `work` read) that the
-    /// host build (`preprocess`: its compile, preprocessing only) and a GPU build do not both
-    /// compile ([`super::targets`]); `included` is the prelude as the compile includes it.
+    /// The lines of the kernel's own files (those of them the compile in `work` read, `files`)
+    /// that the host build (`preprocess`: its compile, preprocessing only) and a GPU build do not
+    /// both compile ([`super::targets`]); `included` is the prelude as the compile includes it.
     fn target_findings(
         &self,
         source: &KernelSource,
         preprocess: &dyn Fn() -> Command,
         (prelude, included): (&Path, &Path),
         flags: &[String],
-        work: &Path,
-    ) -> Result<Vec<String>, EngineError> {
-        let depfile = work.join(DEPFILE);
-        let text = fs::read_to_string(&depfile).map_err(|e| EngineError::Cache { path: depfile.clone(), source: e })?;
+        (work, files): (&Path, &[PathBuf]),
+    ) -> Vec<String> {
         let host_toolchain = [included.to_path_buf()];
         let builds = super::targets::Builds {
             host: preprocess,
@@ -566,8 +565,8 @@ impl HostCompiler {
             host_toolchain: &host_toolchain,
             work,
         };
-        let own = super::targets::own_files(source, &files_read(&cache::depfile_paths(&text), work), &builds);
-        Ok(super::targets::findings(source, &own, &builds))
+        let own = super::targets::own_files(source, files, &builds);
+        super::targets::findings(source, &own, &builds)
     }
 
     /// When the source compiles on its own, what failed is the wrapper naming a kernel the
